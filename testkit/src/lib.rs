@@ -1,0 +1,230 @@
+//! A real, throwaway MariaDB/MySQL server for tests: temp datadir, unix
+//! socket, no networking, stopped and removed on drop. Also the fixture
+//! paths and the "skip with a reason" rule shared by every test crate.
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+/// Prints why a test is skipped, in one line, and returns true.
+pub fn skip(reason: &str) -> bool {
+    eprintln!("SKIP: {reason}");
+    true
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The workspace root (tests run with the crate dir as cwd).
+pub fn workspace_root() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.parent().unwrap_or(here).to_path_buf()
+}
+
+/// `../shared/fixtures/mariadb-10.11.18-symbols`, when present.
+pub fn symbols_fixture() -> Option<PathBuf> {
+    let p = workspace_root().join("../shared/fixtures/mariadb-10.11.18-symbols");
+    p.join("bin/mariadbd")
+        .exists()
+        .then(|| p.canonicalize().unwrap_or(p))
+}
+
+/// Debian's packaged server binary.
+pub fn system_mariadbd() -> Option<PathBuf> {
+    ["/usr/sbin/mariadbd", "/usr/sbin/mysqld"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+}
+
+pub struct Server {
+    pub dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    pub binary: PathBuf,
+    child: Option<Child>,
+}
+
+/// What went wrong starting a server, with the error log's tail.
+#[derive(Debug)]
+pub struct StartError(pub String);
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+impl Server {
+    /// Initialises a datadir and starts `binary` on a unix socket.
+    /// `share` is the `--lc-messages-dir` for a server outside the system
+    /// paths (the symbolized fixture); `extra` are more `--key=value` options.
+    pub fn start(
+        binary: &Path,
+        share: Option<&Path>,
+        extra: &[&str],
+    ) -> Result<Server, StartError> {
+        let dir = tempfile::Builder::new()
+            .prefix("commitscope-test-")
+            .tempdir()
+            .map_err(|e| StartError(format!("tempdir: {e}")))?;
+        let data = dir.path().join("data");
+        let install = Command::new("mariadb-install-db")
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .args([
+                "--user=root",
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(|e| StartError(format!("mariadb-install-db: {e}")))?;
+        if !install.status.success() {
+            return Err(StartError(format!(
+                "mariadb-install-db failed: {}",
+                String::from_utf8_lossy(&install.stderr)
+            )));
+        }
+        let socket = dir.path().join("sock");
+        let log = dir.path().join("err.log");
+        let mut cmd = Command::new(binary);
+        cmd.arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--socket={}", socket.display()))
+            .arg(format!("--pid-file={}", dir.path().join("pid").display()))
+            .arg(format!("--log-error={}", log.display()))
+            .args(["--skip-networking", "--innodb-buffer-pool-size=256M"]);
+        if is_root() {
+            cmd.arg("--user=root");
+        }
+        if let Some(share) = share {
+            cmd.arg(format!("--lc-messages-dir={}", share.display()));
+        }
+        cmd.args(extra).stdout(Stdio::null()).stderr(Stdio::null());
+        let child = cmd
+            .spawn()
+            .map_err(|e| StartError(format!("spawn {}: {e}", binary.display())))?;
+        let mut s = Server {
+            dir,
+            socket,
+            binary: binary.to_owned(),
+            child: Some(child),
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if s.socket.exists() && s.query("SELECT 1").is_ok() {
+                return Ok(s);
+            }
+            if let Some(c) = s.child.as_mut() {
+                if let Ok(Some(st)) = c.try_wait() {
+                    return Err(StartError(format!(
+                        "server exited ({st}): {}",
+                        tail(&log, 15)
+                    )));
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(StartError(format!(
+                    "server did not accept connections in 60 s: {}",
+                    tail(&log, 15)
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Runs SQL with the mariadb client; returns tab-separated rows.
+    pub fn query(&self, sql: &str) -> Result<String, String> {
+        let out = Command::new("mariadb")
+            .arg("--no-defaults")
+            .arg(format!("--socket={}", self.socket.display()))
+            .args(["-uroot", "-N", "-B", "-e", sql])
+            .output()
+            .map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    /// A `SHOW GLOBAL STATUS` counter.
+    pub fn status(&self, name: &str) -> u64 {
+        let out = self
+            .query(&format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+            .unwrap_or_default();
+        out.split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Runs `per_client` autocommit updates from each of `clients` parallel
+    /// client processes (client k updates row k of `db.tb`). Returns the
+    /// number of statements sent.
+    pub fn drive_updates(&self, db: &str, clients: u32, per_client: u32) -> u64 {
+        let mut kids = Vec::new();
+        for k in 1..=clients {
+            let mut child = Command::new("mariadb")
+                .arg("--no-defaults")
+                .arg(format!("--socket={}", self.socket.display()))
+                .args(["-uroot", db])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("spawn mariadb client");
+            let mut sql = String::new();
+            for _ in 0..per_client {
+                sql.push_str(&format!("UPDATE tb SET c=c+1 WHERE id={k};\n"));
+            }
+            let mut stdin = child.stdin.take().expect("client stdin");
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(sql.as_bytes());
+            });
+            kids.push(child);
+        }
+        for mut k in kids {
+            let st = k.wait().expect("wait client");
+            assert!(st.success(), "client failed");
+        }
+        u64::from(clients) * u64::from(per_client)
+    }
+
+    /// Stops the server cleanly (SIGTERM, then SIGKILL after 30 s).
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // SAFETY: signalling our own child by pid.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,198 @@
+//! Types shared by commitscope's eBPF programs and its user space.
+//!
+//! The kernel side only counts and timestamps; everything here is a plain
+//! `#[repr(C)]` layout so both sides agree on map contents byte for byte.
+#![no_std]
+
+/// Buckets of every latency histogram: bucket `i` holds durations `d` (ns)
+/// with `floor(log2(d)) == i` (bucket 0 also holds 0 ns). 2^31 ns is about
+/// 2.1 s; longer waits land in the last bucket.
+pub const HIST_BUCKETS: usize = 32;
+
+/// Maximum number of distinct file descriptors tracked per run. mysqld keeps
+/// its redo and binlog descriptors open for its lifetime, so this only
+/// limits how many data files can be attributed individually.
+pub const MAX_FDS: u32 = 8192;
+
+/// Maximum number of threads inside a timed function at once.
+pub const MAX_THREADS: u32 = 16384;
+
+/// Index into the `COUNTERS` per-CPU array.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counter {
+    /// Every hit of the write probe (`log_write_up_to`, or the server-layer
+    /// fallback function).
+    WriteCalls = 0,
+    /// Write-probe hits where predicate A held (the "durable" request).
+    WritePredA = 1,
+    /// Write-probe hits where predicate B held (MySQL 5.6's `flush_to_disk`).
+    WritePredB = 2,
+    /// Hits of the redo flush function (`log_t::flush`, `fil_flush`, ...).
+    FlushCalls = 3,
+    /// fsync/fdatasync calls by the target whose per-fd slot could not be
+    /// created (fd map full): counted so a loss is visible, never silent.
+    SyncLost = 4,
+    /// Entries/returns whose start timestamp could not be stored or found.
+    TimingLost = 5,
+}
+
+/// Number of `Counter` slots.
+pub const COUNTERS: u32 = 6;
+
+/// Index into the `HISTS` per-CPU array.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HistKind {
+    /// Time inside the write probe's function for calls where predicate A
+    /// held: the durability wait a committing thread sees.
+    WriteWait = 0,
+    /// Time inside the redo flush function.
+    Flush = 1,
+}
+
+/// Number of `HistKind` slots.
+pub const HISTS: u32 = 2;
+
+/// A log2 latency histogram in nanoseconds.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Hist {
+    pub buckets: [u64; HIST_BUCKETS],
+}
+
+/// Per file descriptor activity of the target process.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct FdStats {
+    /// Completed fsync/fdatasync calls.
+    pub syncs: u64,
+    /// Sum of their durations in ns.
+    pub sync_ns: u64,
+    /// write/pwrite64/pwritev calls.
+    pub writes: u64,
+    /// Bytes requested by write/pwrite64 (pwritev is counted in `writes` only).
+    pub write_bytes: u64,
+    /// Latency histogram of the syncs.
+    pub hist: Hist,
+}
+
+/// How a write-probe argument is tested. Set from user space per server
+/// version, because the durable flag moved between registers over the years.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PredOp {
+    /// The predicate is not used; it never holds.
+    Off = 0,
+    /// Holds when `(arg & mask) != 0`.
+    NonZero = 1,
+    /// Holds when `(arg & mask) == value`.
+    Equals = 2,
+    /// Always holds (count every call).
+    Always = 3,
+}
+
+/// Syscall numbers (x86-64) of the vectored writes, whose third argument is
+/// an iovec count, not bytes.
+pub const NR_PWRITEV: i32 = 296;
+pub const NR_PWRITEV2: i32 = 328;
+
+/// Names of the global variables user space sets before loading.
+pub mod globals {
+    pub const TARGET_TGID: &str = "TARGET_TGID";
+    pub const PRED_A_ARG: &str = "PRED_A_ARG";
+    pub const PRED_A_OP: &str = "PRED_A_OP";
+    pub const PRED_A_MASK: &str = "PRED_A_MASK";
+    pub const PRED_A_VALUE: &str = "PRED_A_VALUE";
+    pub const PRED_B_ARG: &str = "PRED_B_ARG";
+    pub const PRED_B_OP: &str = "PRED_B_OP";
+    pub const PRED_B_MASK: &str = "PRED_B_MASK";
+    pub const PRED_B_VALUE: &str = "PRED_B_VALUE";
+    pub const PRED_F_ARG: &str = "PRED_F_ARG";
+    pub const PRED_F_OP: &str = "PRED_F_OP";
+    pub const PRED_F_MASK: &str = "PRED_F_MASK";
+    pub const PRED_F_VALUE: &str = "PRED_F_VALUE";
+}
+
+/// Names of the maps.
+pub mod maps {
+    pub const COUNTERS: &str = "COUNTERS";
+    pub const HISTS: &str = "HISTS";
+    pub const FD_STATS: &str = "FD_STATS";
+}
+
+/// Names of the programs in the object file.
+pub mod programs {
+    pub const WRITE_ENTRY: &str = "write_entry";
+    pub const WRITE_RETURN: &str = "write_return";
+    pub const FLUSH_ENTRY: &str = "flush_entry";
+    pub const FLUSH_RETURN: &str = "flush_return";
+    pub const SYNC_ENTER_TP: &str = "sync_enter_tp";
+    pub const SYNC_EXIT_TP: &str = "sync_exit_tp";
+    pub const SYNC_ENTER_KPROBE: &str = "sync_enter_kprobe";
+    pub const SYNC_EXIT_KPROBE: &str = "sync_exit_kprobe";
+    pub const WRITE_SYSCALL_TP: &str = "write_syscall_tp";
+}
+
+/// Bucket index of a duration: floor(log2(ns)), clamped to the last bucket.
+/// Branch-free so the verifier sees no loop.
+#[inline(always)]
+pub fn log2_bucket(ns: u64) -> usize {
+    let mut v = ns;
+    let mut r: u64 = ((v > 0xFFFF_FFFF) as u64) << 5;
+    v >>= r;
+    let mut shift = ((v > 0xFFFF) as u64) << 4;
+    v >>= shift;
+    r |= shift;
+    shift = ((v > 0xFF) as u64) << 3;
+    v >>= shift;
+    r |= shift;
+    shift = ((v > 0xF) as u64) << 2;
+    v >>= shift;
+    r |= shift;
+    shift = ((v > 0x3) as u64) << 1;
+    v >>= shift;
+    r |= shift;
+    r |= v >> 1;
+    let r = r as usize;
+    if r >= HIST_BUCKETS {
+        HIST_BUCKETS - 1
+    } else {
+        r
+    }
+}
+
+#[cfg(feature = "user")]
+mod user {
+    // SAFETY: plain-old-data, `#[repr(C)]`, no padding, every bit pattern valid.
+    unsafe impl aya::Pod for super::Hist {}
+    unsafe impl aya::Pod for super::FdStats {}
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+
+    #[test]
+    fn log2_bucket_matches_ilog2() {
+        assert_eq!(log2_bucket(0), 0);
+        for ns in [
+            1u64,
+            2,
+            3,
+            4,
+            7,
+            8,
+            1000,
+            65_535,
+            65_536,
+            1 << 30,
+            (1 << 31) - 1,
+        ] {
+            assert_eq!(log2_bucket(ns), ns.ilog2() as usize, "ns={ns}");
+        }
+        assert_eq!(log2_bucket(1 << 40), HIST_BUCKETS - 1);
+        assert_eq!(log2_bucket(u64::MAX), HIST_BUCKETS - 1);
+    }
+}

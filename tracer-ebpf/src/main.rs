@@ -1,0 +1,331 @@
+//! commitscope's eBPF programs. They only count and timestamp into per-CPU
+//! maps; user space reads the maps each interval and does all interpretation
+//! (which function is "the write", which fd is the redo log, percentiles).
+#![no_std]
+#![no_main]
+
+use aya_ebpf::{
+    bindings::BPF_NOEXIST,
+    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel},
+    macros::{kprobe, kretprobe, map, tracepoint, uprobe, uretprobe},
+    maps::{HashMap, PerCpuArray, PerCpuHashMap},
+    programs::{ProbeContext, RetProbeContext, TracePointContext},
+};
+use tracer_ebpf::{
+    log2_bucket, Counter, FdStats, Hist, HistKind, PredOp, COUNTERS as N_COUNTERS,
+    HISTS as N_HISTS, MAX_FDS, MAX_THREADS, NR_PWRITEV, NR_PWRITEV2,
+};
+
+// Configuration, written by user space into .rodata before load (so the
+// verifier can prune disabled branches). `read_volatile` keeps the compiler
+// from folding the zero initialisers.
+#[no_mangle]
+static TARGET_TGID: u32 = 0;
+#[no_mangle]
+static PRED_A_ARG: u32 = 0;
+#[no_mangle]
+static PRED_A_OP: u32 = 0;
+#[no_mangle]
+static PRED_A_MASK: u64 = 0;
+#[no_mangle]
+static PRED_A_VALUE: u64 = 0;
+#[no_mangle]
+static PRED_B_ARG: u32 = 0;
+#[no_mangle]
+static PRED_B_OP: u32 = 0;
+#[no_mangle]
+static PRED_B_MASK: u64 = 0;
+#[no_mangle]
+static PRED_B_VALUE: u64 = 0;
+#[no_mangle]
+static PRED_F_ARG: u32 = 0;
+#[no_mangle]
+static PRED_F_OP: u32 = 0;
+#[no_mangle]
+static PRED_F_MASK: u64 = 0;
+#[no_mangle]
+static PRED_F_VALUE: u64 = 0;
+
+#[map]
+static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(N_COUNTERS, 0);
+#[map]
+static HISTS: PerCpuArray<Hist> = PerCpuArray::with_max_entries(N_HISTS, 0);
+#[map]
+static FD_STATS: PerCpuHashMap<u32, FdStats> = PerCpuHashMap::with_max_entries(MAX_FDS, 0);
+/// A zeroed value to insert from, so no 300-byte struct lives on the stack.
+#[map]
+static ZERO_FD: PerCpuArray<FdStats> = PerCpuArray::with_max_entries(1, 0);
+
+/// Entry timestamps per thread (key: pid_tgid). One map per timed function
+/// because they nest: log_write_up_to -> log_t::flush -> fdatasync.
+#[map]
+static WRITE_START: HashMap<u64, WriteStart> = HashMap::with_max_entries(MAX_THREADS, 0);
+#[map]
+static FLUSH_START: HashMap<u64, u64> = HashMap::with_max_entries(MAX_THREADS, 0);
+#[map]
+static SYNC_START: HashMap<u64, SyncStart> = HashMap::with_max_entries(MAX_THREADS, 0);
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct WriteStart {
+    ts: u64,
+    pred_a: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SyncStart {
+    ts: u64,
+    fd: u64,
+}
+
+#[inline(always)]
+fn cfg_u32(v: &u32) -> u32 {
+    unsafe { core::ptr::read_volatile(v) }
+}
+
+#[inline(always)]
+fn cfg_u64(v: &u64) -> u64 {
+    unsafe { core::ptr::read_volatile(v) }
+}
+
+/// True when the current task belongs to the traced process.
+#[inline(always)]
+fn is_target() -> Option<u64> {
+    let id = bpf_get_current_pid_tgid();
+    if (id >> 32) as u32 == cfg_u32(&TARGET_TGID) {
+        Some(id)
+    } else {
+        None
+    }
+}
+
+#[inline(always)]
+fn bump(c: Counter) {
+    if let Some(p) = COUNTERS.get_ptr_mut(c as u32) {
+        unsafe { *p += 1 };
+    }
+}
+
+#[inline(always)]
+fn record(hist: &mut Hist, ns: u64) {
+    let b = log2_bucket(ns);
+    if let Some(slot) = hist.buckets.get_mut(b) {
+        *slot += 1;
+    }
+}
+
+#[inline(always)]
+fn record_kind(kind: HistKind, ns: u64) {
+    if let Some(h) = HISTS.get_ptr_mut(kind as u32) {
+        record(unsafe { &mut *h }, ns);
+    }
+}
+
+/// Byte offsets in x86-64 `struct pt_regs` of the SysV argument registers
+/// RDI, RSI, RDX, RCX, R8, R9.
+const ARG_OFFSETS: [usize; 6] = [112, 104, 96, 88, 72, 64];
+
+/// Argument `n` (chosen at run time by user space). A ctx pointer moved by
+/// a variable offset is rejected by the verifier, so the register is read
+/// with bpf_probe_read_kernel instead of a direct ctx load.
+#[inline(always)]
+fn arg(ctx: &ProbeContext, n: u32) -> u64 {
+    let off = ARG_OFFSETS
+        .get(n as usize)
+        .copied()
+        .unwrap_or(ARG_OFFSETS[0]);
+    let base = ctx.regs as *const u8;
+    unsafe { bpf_probe_read_kernel(base.wrapping_add(off) as *const u64) }.unwrap_or(0)
+}
+
+#[inline(always)]
+fn predicate(ctx: &ProbeContext, argn: &u32, op: &u32, mask: &u64, value: &u64) -> bool {
+    let op = cfg_u32(op);
+    if op == PredOp::Always as u32 {
+        return true;
+    }
+    if op == PredOp::Off as u32 {
+        return false;
+    }
+    let v = arg(ctx, cfg_u32(argn)) & cfg_u64(mask);
+    if op == PredOp::NonZero as u32 {
+        v != 0
+    } else {
+        v == cfg_u64(value)
+    }
+}
+
+#[uprobe]
+pub fn write_entry(ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    bump(Counter::WriteCalls);
+    let a = predicate(&ctx, &PRED_A_ARG, &PRED_A_OP, &PRED_A_MASK, &PRED_A_VALUE);
+    if a {
+        bump(Counter::WritePredA);
+    }
+    if predicate(&ctx, &PRED_B_ARG, &PRED_B_OP, &PRED_B_MASK, &PRED_B_VALUE) {
+        bump(Counter::WritePredB);
+    }
+    let start = WriteStart {
+        ts: unsafe { bpf_ktime_get_ns() },
+        pred_a: a as u64,
+    };
+    if WRITE_START.insert(id, start, 0).is_err() {
+        bump(Counter::TimingLost);
+    }
+    0
+}
+
+#[uretprobe]
+pub fn write_return(_ctx: RetProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let now = unsafe { bpf_ktime_get_ns() };
+    if let Some(start) = WRITE_START.get_ptr(id) {
+        let start = unsafe { *start };
+        let _ = WRITE_START.remove(id);
+        if start.pred_a != 0 {
+            record_kind(HistKind::WriteWait, now.saturating_sub(start.ts));
+        }
+    }
+    0
+}
+
+/// The redo flush function. Predicate F filters calls that are not redo
+/// flushes (MySQL 5.6/5.7's `fil_flush(space_id)` serves every tablespace).
+#[uprobe]
+pub fn flush_entry(ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    if !predicate(&ctx, &PRED_F_ARG, &PRED_F_OP, &PRED_F_MASK, &PRED_F_VALUE) {
+        return 0;
+    }
+    bump(Counter::FlushCalls);
+    if FLUSH_START
+        .insert(id, unsafe { bpf_ktime_get_ns() }, 0)
+        .is_err()
+    {
+        bump(Counter::TimingLost);
+    }
+    0
+}
+
+#[uretprobe]
+pub fn flush_return(_ctx: RetProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let now = unsafe { bpf_ktime_get_ns() };
+    if let Some(ts) = FLUSH_START.get_ptr(id) {
+        let ts = unsafe { *ts };
+        let _ = FLUSH_START.remove(id);
+        record_kind(HistKind::Flush, now.saturating_sub(ts));
+    }
+    0
+}
+
+/// The per-CPU stats slot of `fd`, created zeroed on first use.
+#[inline(always)]
+fn fd_slot(fd: u32) -> Option<*mut FdStats> {
+    if let Some(p) = FD_STATS.get_ptr_mut(fd) {
+        return Some(p);
+    }
+    let zero = ZERO_FD.get_ptr(0)?;
+    let _ = FD_STATS.insert(fd, unsafe { &*zero }, BPF_NOEXIST as u64);
+    let p = FD_STATS.get_ptr_mut(fd);
+    if p.is_none() {
+        bump(Counter::SyncLost);
+    }
+    p
+}
+
+#[inline(always)]
+fn sync_enter(id: u64, fd: u64) {
+    let start = SyncStart {
+        ts: unsafe { bpf_ktime_get_ns() },
+        fd,
+    };
+    if SYNC_START.insert(id, start, 0).is_err() {
+        bump(Counter::TimingLost);
+    }
+}
+
+#[inline(always)]
+fn sync_exit(id: u64) {
+    let now = unsafe { bpf_ktime_get_ns() };
+    let Some(start) = SYNC_START.get_ptr(id) else {
+        return;
+    };
+    let start = unsafe { *start };
+    let _ = SYNC_START.remove(id);
+    let ns = now.saturating_sub(start.ts);
+    if let Some(s) = fd_slot(start.fd as u32) {
+        let s = unsafe { &mut *s };
+        s.syncs += 1;
+        s.sync_ns += ns;
+        record(&mut s.hist, ns);
+    }
+}
+
+/// `syscalls/sys_enter_fsync` and `sys_enter_fdatasync`: the first syscall
+/// argument (the fd) sits at offset 16 of the tracepoint record.
+#[tracepoint]
+pub fn sync_enter_tp(ctx: TracePointContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let fd: u64 = unsafe { ctx.read_at(16) }.unwrap_or(u64::MAX);
+    sync_enter(id, fd);
+    0
+}
+
+#[tracepoint]
+pub fn sync_exit_tp(_ctx: TracePointContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    sync_exit(id);
+    0
+}
+
+/// kprobe on `do_fsync(unsigned int fd, int datasync)`, the common path of
+/// fsync(2) and fdatasync(2): one probe instead of two syscall tracepoints,
+/// with the fd as its first argument.
+#[kprobe]
+pub fn sync_enter_kprobe(ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let fd: u64 = ctx.arg::<u64>(0).unwrap_or(u64::MAX) & 0xffff_ffff;
+    sync_enter(id, fd);
+    0
+}
+
+#[kretprobe]
+pub fn sync_exit_kprobe(_ctx: RetProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    sync_exit(id);
+    0
+}
+
+/// `sys_enter_write`, `sys_enter_pwrite64`, `sys_enter_pwritev`(2): counts
+/// writes per fd, for redo modes where each write is durable (O_DSYNC,
+/// write-through) and no fsync ever happens.
+#[tracepoint]
+pub fn write_syscall_tp(ctx: TracePointContext) -> u32 {
+    if is_target().is_none() {
+        return 0;
+    }
+    let nr: i32 = unsafe { ctx.read_at(8) }.unwrap_or(-1);
+    let fd: u64 = unsafe { ctx.read_at(16) }.unwrap_or(u64::MAX);
+    let count: u64 = unsafe { ctx.read_at(32) }.unwrap_or(0);
+    if let Some(s) = fd_slot(fd as u32) {
+        let s = unsafe { &mut *s };
+        s.writes += 1;
+        if nr != NR_PWRITEV && nr != NR_PWRITEV2 {
+            s.write_bytes += count;
+        }
+    }
+    0
+}
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    loop {}
+}
+
+#[link_section = "license"]
+#[no_mangle]
+static LICENSE: [u8; 13] = *b"Dual MIT/GPL\0";

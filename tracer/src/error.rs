@@ -1,0 +1,72 @@
+//! Every way commitscope can fail, each with the context a user needs to
+//! act on it. `main` prints the Display form as one line: no backtraces.
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("commitscope {what} needs root to load eBPF programs: run it with sudo")]
+    NotRoot { what: &'static str },
+
+    #[error(
+        "no process with pid {pid}: check the pid of the running mysqld/mariadbd (pidof mariadbd)"
+    )]
+    NoSuchProcess { pid: u32 },
+
+    #[error("no running process of {}: start the server first, or pass --pid", path.display())]
+    NotRunning { path: PathBuf },
+
+    #[error("{count} processes run {}: pass --pid to pick one ({pids})", path.display())]
+    ManyRunning {
+        path: PathBuf,
+        count: usize,
+        pids: String,
+    },
+
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error("{} is not an ELF executable ({reason}): pass the server binary (mysqld or mariadbd)", path.display())]
+    NotElf { path: PathBuf, reason: String },
+
+    #[error("{} has neither {wanted} nor a server-layer commit function ({fallbacks}), even in debug files under {}: it does not look like mysqld/mariadbd; pass the server binary, or --debug-dir where its debug symbols are", path.display(), debug_root.display())]
+    NoProbeSymbol {
+        path: PathBuf,
+        wanted: String,
+        fallbacks: String,
+        debug_root: PathBuf,
+    },
+
+    #[error("invalid --server-version {given:?}: expected e.g. mariadb-10.11, mysql-8.0.36, 5.7.44 or 10.6.18-MariaDB")]
+    BadServerVersion { given: String },
+
+    #[error("invalid --interval {given}: expected a positive number of seconds, at least 0.01")]
+    BadInterval { given: f64 },
+
+    #[error(
+        "the eBPF object is empty (built with AYA_BUILD_SKIP=1?): rebuild with `cargo xtask build`"
+    )]
+    EmptyObject,
+
+    #[error("loading the eBPF programs failed: {0}")]
+    Load(String),
+
+    #[error("attaching {what} failed: {detail}")]
+    Attach { what: String, detail: String },
+
+    #[error("--fsync-probe kprobe: the kernel refused the kprobe on {function} ({detail}); use --fsync-probe auto or tracepoint")]
+    KprobeUnavailable { function: String, detail: String },
+
+    #[error("tracefs is not available at /sys/kernel/tracing and mounting it failed ({detail}): mount it with `mount -t tracefs nodev /sys/kernel/tracing`")]
+    NoTracefs { detail: String },
+
+    #[error("reading eBPF map {map} failed: {detail}")]
+    MapRead { map: &'static str, detail: String },
+
+    #[error("{0}")]
+    Runtime(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

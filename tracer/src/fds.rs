@@ -1,0 +1,108 @@
+//! Which file an fd of the traced process is: the kernel side counts syncs
+//! and writes per fd; user space names them from `/proc/<pid>/fd/<n>`.
+use std::{collections::HashMap, fmt, path::PathBuf};
+
+/// What a synced file is to InnoDB and the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileClass {
+    /// The redo log: `ib_logfile*` (MySQL <8.0.30, MariaDB), `#ib_redo*` (8.0.30+).
+    Redo,
+    /// The binary log: `<basename>.NNNNNN`.
+    Binlog,
+    /// Tablespaces, doublewrite, undo.
+    Data,
+    Other,
+}
+
+impl fmt::Display for FileClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FileClass::Redo => "redo",
+            FileClass::Binlog => "binlog",
+            FileClass::Data => "data",
+            FileClass::Other => "other",
+        })
+    }
+}
+
+/// Classifies a path as readlink shows it (may end in " (deleted)").
+pub fn classify(path: &str) -> FileClass {
+    let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+    let name = path.rsplit('/').next().unwrap_or(path);
+    if name.starts_with("ib_logfile") || name.starts_with("#ib_redo") {
+        return FileClass::Redo;
+    }
+    if name.ends_with(".ibd")
+        || name.starts_with("ibdata")
+        || name.ends_with(".dblwr")
+        || name.starts_with("undo")
+        || name.starts_with("ibtmp")
+        || name == "aria_log_control"
+    {
+        return FileClass::Data;
+    }
+    if let Some((stem, ext)) = name.rsplit_once('.') {
+        let numbered = ext.len() >= 6 && ext.bytes().all(|b| b.is_ascii_digit());
+        if numbered && !stem.is_empty() && !stem.contains("relay") {
+            return FileClass::Binlog;
+        }
+    }
+    FileClass::Other
+}
+
+/// fd -> (path, class) of one process, refreshed while the fd is in use so
+/// that a reused fd number is re-resolved.
+pub struct FdTable {
+    dir: PathBuf,
+    known: HashMap<u32, (String, FileClass)>,
+}
+
+impl FdTable {
+    pub fn new(pid: u32) -> Self {
+        Self {
+            dir: PathBuf::from(format!("/proc/{pid}/fd")),
+            known: HashMap::new(),
+        }
+    }
+
+    /// Re-reads the link of each fd; keeps the last answer when the fd is
+    /// gone (closed, or the process exited).
+    pub fn refresh(&mut self, fds: impl IntoIterator<Item = u32>) {
+        for fd in fds {
+            if let Ok(target) = std::fs::read_link(self.dir.join(fd.to_string())) {
+                let path = target.to_string_lossy().into_owned();
+                let class = classify(&path);
+                self.known.insert(fd, (path, class));
+            }
+        }
+    }
+
+    pub fn class(&self, fd: u32) -> FileClass {
+        self.known.get(&fd).map_or(FileClass::Other, |(_, c)| *c)
+    }
+
+    pub fn path(&self, fd: u32) -> Option<&str> {
+        self.known.get(&fd).map(|(p, _)| p.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_server_files() {
+        assert_eq!(classify("/var/lib/mysql/ib_logfile0"), FileClass::Redo);
+        assert_eq!(classify("/d/#innodb_redo/#ib_redo12"), FileClass::Redo);
+        assert_eq!(classify("/d/mysql-bin.000001"), FileClass::Binlog);
+        assert_eq!(classify("/d/binlog.000123 (deleted)"), FileClass::Binlog);
+        assert_eq!(classify("/d/relay-bin.000002"), FileClass::Other);
+        assert_eq!(classify("/d/db/t.ibd"), FileClass::Data);
+        assert_eq!(classify("/d/ibdata1"), FileClass::Data);
+        assert_eq!(classify("/d/#ib_16384_0.dblwr"), FileClass::Data);
+        assert_eq!(classify("/d/undo001"), FileClass::Data);
+        assert_eq!(classify("/d/mysql-bin.index"), FileClass::Other);
+        assert_eq!(classify("socket:[1234]"), FileClass::Other);
+    }
+}

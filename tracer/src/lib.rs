@@ -1,0 +1,10 @@
+//! commitscope: eBPF probes in mysqld and the kernel that count how InnoDB
+//! batches commits into redo flushes. The binary is a thin shell over this.
+pub mod cli;
+pub mod error;
+pub mod fds;
+pub mod probes;
+pub mod report;
+pub mod sample;
+pub mod server;
+pub mod trace;

@@ -1,0 +1,355 @@
+//! Loads the eBPF object, attaches it to one server process, and reads the
+//! cumulative per-CPU maps on demand. Links detach when `Probes` drops.
+pub mod kernel;
+pub mod profiles;
+pub mod symbols;
+
+use std::{
+    collections::HashMap,
+    num::NonZeroU32,
+    path::{Path, PathBuf},
+};
+
+use aya::{
+    maps::{PerCpuArray, PerCpuHashMap},
+    programs::{
+        uprobe::{UProbeAttachLocation, UProbeScope},
+        UProbe,
+    },
+    Ebpf, EbpfLoader,
+};
+use tracer_ebpf::{globals as g, maps, programs as prog, Counter, FdStats, HistKind, HIST_BUCKETS};
+
+use crate::error::{Error, Result};
+use kernel::{FsyncProbe, KernelAttach};
+use profiles::{Pred, Profile, ServerId, Source};
+use symbols::{Resolved, Resolver};
+
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-ebpf"));
+
+/// What the user asked to trace.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub pid: u32,
+    /// The server executable (for symbols and the uprobe path).
+    pub exe: PathBuf,
+    pub debug_root: PathBuf,
+    pub server: Option<ServerId>,
+    pub fsync_probe: FsyncProbe,
+}
+
+/// How the write probe was placed.
+#[derive(Clone, Debug)]
+pub enum WriteProbe {
+    /// The InnoDB function of a profile row.
+    Exact {
+        profile: &'static Profile,
+        at: Resolved,
+    },
+    /// The server-layer commit function: commits, not redo write requests.
+    ServerLayer { at: Resolved, missing: String },
+}
+
+impl WriteProbe {
+    pub fn resolved(&self) -> &Resolved {
+        match self {
+            WriteProbe::Exact { at, .. } | WriteProbe::ServerLayer { at, .. } => at,
+        }
+    }
+}
+
+/// The attach plan, before anything touches the kernel: pure ELF work, so
+/// bad input is rejected without root.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub write: WriteProbe,
+    pub flush: Option<Resolved>,
+    /// Flush symbols tried and not found (likely inlined).
+    pub flush_missing: Vec<&'static str>,
+    pub server: Option<ServerId>,
+    pub exe: PathBuf,
+}
+
+impl Plan {
+    pub fn new(target: &Target) -> Result<Self> {
+        let r = Resolver::open(&target.exe, &target.debug_root)?;
+        let server = target.server.or_else(|| profiles::detect(&target.exe));
+        for p in profiles::candidates(server) {
+            let Some(at) = r.resolve(&[p.write_symbol]) else {
+                continue;
+            };
+            let flush = r.resolve(p.flush_symbols);
+            let flush_missing = if flush.is_none() {
+                p.flush_symbols.to_vec()
+            } else {
+                Vec::new()
+            };
+            return Ok(Plan {
+                write: WriteProbe::Exact { profile: p, at },
+                flush,
+                flush_missing,
+                server,
+                exe: target.exe.clone(),
+            });
+        }
+        let wanted = "log_write_up_to".to_string();
+        if let Some(at) = r.resolve(profiles::FALLBACKS) {
+            return Ok(Plan {
+                write: WriteProbe::ServerLayer {
+                    at,
+                    missing: wanted,
+                },
+                flush: None,
+                flush_missing: Vec::new(),
+                server,
+                exe: target.exe.clone(),
+            });
+        }
+        Err(Error::NoProbeSymbol {
+            path: target.exe.clone(),
+            wanted,
+            fallbacks: profiles::FALLBACKS
+                .iter()
+                .map(|s| profiles::short_name(s))
+                .collect::<Vec<_>>()
+                .join(", "),
+            debug_root: target.debug_root.clone(),
+        })
+    }
+
+    /// The one line said at start when n_write cannot be exact.
+    pub fn fallback_line(&self) -> Option<String> {
+        let WriteProbe::ServerLayer { at, missing } = &self.write else {
+            return None;
+        };
+        Some(format!(
+            "{missing} not found in {} (stripped, no debug file): counting commits at {}; install the -dbgsym package for exact n_write",
+            self.exe.display(),
+            profiles::short_name(&at.symbol)
+        ))
+    }
+}
+
+/// One attached probe, for `-v`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AttachedProbe {
+    pub role: &'static str,
+    pub kind: &'static str,
+    pub symbol: String,
+    pub file: PathBuf,
+    pub offset: u64,
+    pub found_in: String,
+}
+
+/// Cumulative counts since attach, summed over CPUs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Snapshot {
+    pub counters: [u64; tracer_ebpf::COUNTERS as usize],
+    pub hists: [[u64; HIST_BUCKETS]; tracer_ebpf::HISTS as usize],
+    pub fds: HashMap<u32, FdTotals>,
+}
+
+/// `FdStats` summed over CPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FdTotals {
+    pub syncs: u64,
+    pub sync_ns: u64,
+    pub writes: u64,
+    pub write_bytes: u64,
+    pub hist: [u64; HIST_BUCKETS],
+}
+
+impl Snapshot {
+    pub fn counter(&self, c: Counter) -> u64 {
+        self.counters[c as usize]
+    }
+    pub fn source(&self, s: Source) -> u64 {
+        match s {
+            Source::AllCalls => self.counter(Counter::WriteCalls),
+            Source::PredA => self.counter(Counter::WritePredA),
+            Source::PredB => self.counter(Counter::WritePredB),
+        }
+    }
+}
+
+/// The loaded, attached programs.
+pub struct Probes {
+    ebpf: Ebpf,
+    pub plan: Plan,
+    pub kernel: KernelAttach,
+    pub attached: Vec<AttachedProbe>,
+}
+
+fn set_pred<'a>(l: &mut EbpfLoader<'a>, names: [&'a str; 4], p: &'a Pred, op: &'a u32) {
+    l.override_global(names[0], &p.arg, true)
+        .override_global(names[1], op, true)
+        .override_global(names[2], &p.mask, true)
+        .override_global(names[3], &p.value, true);
+}
+
+fn attach_uprobe(
+    ebpf: &mut Ebpf,
+    prog_name: &str,
+    at: &Resolved,
+    exe: &Path,
+    pid: NonZeroU32,
+) -> Result<()> {
+    let err = |detail: String| Error::Attach {
+        what: format!(
+            "{prog_name} at {} ({}+{:#x})",
+            at.symbol,
+            exe.display(),
+            at.file_offset
+        ),
+        detail,
+    };
+    let p: &mut UProbe = ebpf
+        .program_mut(prog_name)
+        .ok_or_else(|| err("missing from the object".into()))?
+        .try_into()
+        .map_err(|e| err(format!("{e}")))?;
+    p.load().map_err(|e| err(format!("{e}")))?;
+    p.attach(
+        UProbeAttachLocation::AbsoluteOffset(at.file_offset),
+        exe,
+        UProbeScope::OneProcess(pid),
+    )
+    .map_err(|e| err(format!("{e}")))?;
+    Ok(())
+}
+
+impl Probes {
+    /// Loads the object configured for `target.pid` and the plan's
+    /// predicates, and attaches everything.
+    pub fn attach(target: &Target, plan: Plan) -> Result<Self> {
+        if OBJECT.is_empty() {
+            return Err(Error::EmptyObject);
+        }
+        let pid = NonZeroU32::new(target.pid).ok_or(Error::NoSuchProcess { pid: 0 })?;
+        let (pred_a, pred_b, pred_f) = match &plan.write {
+            WriteProbe::Exact { profile, .. } => {
+                (profile.pred_a, profile.pred_b, profile.flush_filter)
+            }
+            WriteProbe::ServerLayer { .. } => (Pred::ALWAYS, Pred::OFF, Pred::OFF),
+        };
+        let ops = [pred_a.op as u32, pred_b.op as u32, pred_f.op as u32];
+        let mut loader = EbpfLoader::new();
+        loader.override_global(g::TARGET_TGID, &target.pid, true);
+        set_pred(
+            &mut loader,
+            [g::PRED_A_ARG, g::PRED_A_OP, g::PRED_A_MASK, g::PRED_A_VALUE],
+            &pred_a,
+            &ops[0],
+        );
+        set_pred(
+            &mut loader,
+            [g::PRED_B_ARG, g::PRED_B_OP, g::PRED_B_MASK, g::PRED_B_VALUE],
+            &pred_b,
+            &ops[1],
+        );
+        set_pred(
+            &mut loader,
+            [g::PRED_F_ARG, g::PRED_F_OP, g::PRED_F_MASK, g::PRED_F_VALUE],
+            &pred_f,
+            &ops[2],
+        );
+        let mut ebpf = loader
+            .load(OBJECT)
+            .map_err(|e| Error::Load(e.to_string()))?;
+
+        let exe = target.exe.as_path();
+        let mut attached = Vec::new();
+        let mut note = |role, kind, at: &Resolved| {
+            attached.push(AttachedProbe {
+                role,
+                kind,
+                symbol: at.symbol.clone(),
+                file: exe.to_owned(),
+                offset: at.file_offset,
+                found_in: format!("{} ({})", at.source, at.found_in.display()),
+            })
+        };
+        let w = plan.write.resolved();
+        attach_uprobe(&mut ebpf, prog::WRITE_ENTRY, w, exe, pid)?;
+        note("write", "uprobe", w);
+        attach_uprobe(&mut ebpf, prog::WRITE_RETURN, w, exe, pid)?;
+        note("write", "uretprobe", w);
+        if let Some(f) = &plan.flush {
+            attach_uprobe(&mut ebpf, prog::FLUSH_ENTRY, f, exe, pid)?;
+            note("flush", "uprobe", f);
+            attach_uprobe(&mut ebpf, prog::FLUSH_RETURN, f, exe, pid)?;
+            note("flush", "uretprobe", f);
+        }
+        let kernel = kernel::attach(&mut ebpf, target.fsync_probe)?;
+        Ok(Probes {
+            ebpf,
+            plan,
+            kernel,
+            attached,
+        })
+    }
+
+    /// Reads every map once: cumulative totals since attach.
+    pub fn read(&self) -> Result<Snapshot> {
+        let map_err = |map: &'static str| {
+            move |e: aya::maps::MapError| Error::MapRead {
+                map,
+                detail: e.to_string(),
+            }
+        };
+        let missing = |map: &'static str| Error::MapRead {
+            map,
+            detail: "missing from the object".into(),
+        };
+        let mut snap = Snapshot::default();
+
+        let counters: PerCpuArray<_, u64> = PerCpuArray::try_from(
+            self.ebpf
+                .map(maps::COUNTERS)
+                .ok_or_else(|| missing(maps::COUNTERS))?,
+        )
+        .map_err(map_err(maps::COUNTERS))?;
+        for (i, slot) in snap.counters.iter_mut().enumerate() {
+            let v = counters
+                .get(&(i as u32), 0)
+                .map_err(map_err(maps::COUNTERS))?;
+            *slot = v.iter().sum();
+        }
+
+        let hists: PerCpuArray<_, tracer_ebpf::Hist> = PerCpuArray::try_from(
+            self.ebpf
+                .map(maps::HISTS)
+                .ok_or_else(|| missing(maps::HISTS))?,
+        )
+        .map_err(map_err(maps::HISTS))?;
+        for kind in [HistKind::WriteWait, HistKind::Flush] {
+            let v = hists.get(&(kind as u32), 0).map_err(map_err(maps::HISTS))?;
+            for h in v.iter() {
+                for (acc, b) in snap.hists[kind as usize].iter_mut().zip(h.buckets) {
+                    *acc += b;
+                }
+            }
+        }
+
+        let fds: PerCpuHashMap<_, u32, FdStats> = PerCpuHashMap::try_from(
+            self.ebpf
+                .map(maps::FD_STATS)
+                .ok_or_else(|| missing(maps::FD_STATS))?,
+        )
+        .map_err(map_err(maps::FD_STATS))?;
+        for item in fds.iter() {
+            let (fd, per_cpu) = item.map_err(map_err(maps::FD_STATS))?;
+            let t = snap.fds.entry(fd).or_default();
+            for s in per_cpu.iter() {
+                t.syncs += s.syncs;
+                t.sync_ns += s.sync_ns;
+                t.writes += s.writes;
+                t.write_bytes += s.write_bytes;
+                for (acc, b) in t.hist.iter_mut().zip(s.hist.buckets) {
+                    *acc += b;
+                }
+            }
+        }
+        Ok(snap)
+    }
+}

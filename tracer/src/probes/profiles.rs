@@ -1,0 +1,401 @@
+//! Which functions to probe in which server, and how to read their
+//! arguments: the table of ../shared/STUDY.md §3 as data.
+//!
+//! The durable flag moved between registers over the years (x86-64 SysV:
+//! RDI, RSI, RDX, RCX, R8, R9 = args 0..5), so each row carries the
+//! predicate the eBPF program evaluates. A C++ `bool` lives in the low 8
+//! bits of its register, hence the 0xff masks.
+use std::{fmt, path::Path, process::Command, str::FromStr, time::Duration};
+
+use tracer_ebpf::PredOp;
+
+use crate::error::Error;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Flavor {
+    MySql,
+    MariaDb,
+}
+
+/// A server version as far as the probe table cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Version {
+    pub major: u32,
+    pub minor: u32,
+    pub patch: u32,
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// A detected or user-given server identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerId {
+    pub flavor: Flavor,
+    pub version: Version,
+}
+
+impl fmt::Display for ServerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self.flavor {
+            Flavor::MySql => "MySQL",
+            Flavor::MariaDb => "MariaDB",
+        };
+        write!(f, "{name} {}", self.version)
+    }
+}
+
+fn parse_version(s: &str) -> Option<Version> {
+    let mut it = s.split('.').map(|p| {
+        let digits: String = p.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse::<u32>().ok()
+    });
+    let major = it.next()??;
+    let minor = it.next()??;
+    let patch = it.next().flatten().unwrap_or(0);
+    Some(Version {
+        major,
+        minor,
+        patch,
+    })
+}
+
+impl FromStr for ServerId {
+    type Err = Error;
+
+    /// Accepts `mariadb-10.11`, `mysql-8.0.36`, `10.6.18-MariaDB`, `8.0.36`
+    /// (a bare 5.x/8.x/9.x is MySQL, 10.x/11.x MariaDB).
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let bad = || Error::BadServerVersion { given: s.into() };
+        let lower = s.to_ascii_lowercase();
+        let (flavor, rest) = if let Some(r) = lower.strip_prefix("mariadb-") {
+            (Some(Flavor::MariaDb), r.to_string())
+        } else if let Some(r) = lower.strip_prefix("mysql-") {
+            (Some(Flavor::MySql), r.to_string())
+        } else if let Some(r) = lower.strip_prefix("percona-") {
+            (Some(Flavor::MySql), r.to_string())
+        } else if lower.contains("mariadb") {
+            (Some(Flavor::MariaDb), lower.clone())
+        } else {
+            (None, lower.clone())
+        };
+        let version = parse_version(&rest).ok_or_else(bad)?;
+        let flavor = match flavor {
+            Some(f) => f,
+            None if (10..=11).contains(&version.major) => Flavor::MariaDb,
+            None if matches!(version.major, 5 | 8 | 9) => Flavor::MySql,
+            None => return Err(bad()),
+        };
+        Ok(ServerId { flavor, version })
+    }
+}
+
+/// Asks the binary itself (`mysqld --version`), only for files named like a
+/// server: never run an arbitrary program to learn its version.
+pub fn detect(exe: &Path) -> Option<ServerId> {
+    let name = exe.file_name()?.to_str()?;
+    if !(name.starts_with("mysqld") || name.starts_with("mariadbd")) {
+        return None;
+    }
+    let mut child = Command::new(exe)
+        .arg("--no-defaults")
+        .arg("--version")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    // A server binary answers --version at once; give up after 5 s.
+    for _ in 0..50 {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if child.try_wait().ok().flatten().is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        return None;
+    }
+    let out = child.wait_with_output().ok()?;
+    parse_version_output(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// Parses `mysqld  Ver 8.0.36 for Linux ...` / `mariadbd  Ver 10.11.6-MariaDB-0+deb12u1 ...`.
+pub fn parse_version_output(out: &str) -> Option<ServerId> {
+    let ver = out.split_whitespace().skip_while(|w| *w != "Ver").nth(1)?;
+    let flavor = if out.contains("MariaDB") {
+        Flavor::MariaDb
+    } else {
+        Flavor::MySql
+    };
+    Some(ServerId {
+        flavor,
+        version: parse_version(ver)?,
+    })
+}
+
+/// One argument test evaluated in the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pred {
+    pub op: PredOp,
+    /// Argument index 0..5 (RDI, RSI, RDX, RCX, R8, R9).
+    pub arg: u32,
+    pub mask: u64,
+    pub value: u64,
+}
+
+impl Pred {
+    pub const OFF: Pred = Pred {
+        op: PredOp::Off,
+        arg: 0,
+        mask: 0,
+        value: 0,
+    };
+    pub const ALWAYS: Pred = Pred {
+        op: PredOp::Always,
+        arg: 0,
+        mask: 0,
+        value: 0,
+    };
+    /// A C++ bool argument is true.
+    pub const fn bool_arg(arg: u32) -> Pred {
+        Pred {
+            op: PredOp::NonZero,
+            arg,
+            mask: 0xff,
+            value: 0,
+        }
+    }
+    pub const fn equals(arg: u32, mask: u64, value: u64) -> Pred {
+        Pred {
+            op: PredOp::Equals,
+            arg,
+            mask,
+            value,
+        }
+    }
+}
+
+/// Which counter feeds which column: the study's n_write is "requests",
+/// the durable ones are those that asked for an fsync.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    AllCalls,
+    PredA,
+    PredB,
+}
+
+/// One row of the probe table.
+#[derive(Clone, Debug)]
+pub struct Profile {
+    pub name: &'static str,
+    pub flavor: Flavor,
+    /// Versions this row covers, inclusive.
+    pub from: Version,
+    pub to: Version,
+    pub write_symbol: &'static str,
+    pub pred_a: Pred,
+    pub pred_b: Pred,
+    /// What the `n_write` column counts.
+    pub requests: Source,
+    /// What the `durable` column counts.
+    pub durable: Source,
+    /// Once-per-redo-flush functions, best first (may be inlined: then the
+    /// kernel's fsync count on the redo file stands in).
+    pub flush_symbols: &'static [&'static str],
+    pub flush_filter: Pred,
+}
+
+const fn v(major: u32, minor: u32, patch: u32) -> Version {
+    Version {
+        major,
+        minor,
+        patch,
+    }
+}
+
+/// In 5.6/5.7 `fil_flush(space_id)` serves every tablespace; the redo log
+/// is space SRV_LOG_SPACE_FIRST_ID = 0xFFFFFFF0.
+const REDO_SPACE: Pred = Pred::equals(0, 0xffff_ffff, 0xFFFF_FFF0);
+
+/// MySQL 5.6: `log_write_up_to(lsn, wait, flush_to_disk)`. The commit path
+/// passes wait = LOG_WAIT_ONE_GROUP (92) for trx_commit 1 and 2; whether it
+/// fsyncs is the third argument. Both are counted (STUDY.md §1 correction).
+pub const MYSQL_56: Profile = Profile {
+    name: "mysql-5.6",
+    flavor: Flavor::MySql,
+    from: v(5, 6, 0),
+    to: v(5, 6, 999),
+    write_symbol: "_Z15log_write_up_tommm",
+    pred_a: Pred::equals(1, u64::MAX, 92),
+    pred_b: Pred {
+        op: PredOp::NonZero,
+        arg: 2,
+        mask: u64::MAX,
+        value: 0,
+    },
+    requests: Source::PredA,
+    durable: Source::PredB,
+    flush_symbols: &["_Z9fil_flushm"],
+    flush_filter: REDO_SPACE,
+};
+
+pub const PROFILES: &[Profile] = &[
+    MYSQL_56,
+    Profile {
+        name: "mysql-5.7",
+        flavor: Flavor::MySql,
+        from: v(5, 7, 0),
+        to: v(5, 7, 999),
+        write_symbol: "_Z15log_write_up_tomb",
+        pred_a: Pred::bool_arg(1),
+        pred_b: Pred::OFF,
+        requests: Source::AllCalls,
+        durable: Source::PredA,
+        flush_symbols: &["_Z9fil_flushm"],
+        flush_filter: REDO_SPACE,
+    },
+    Profile {
+        name: "mysql-8.0.30+",
+        flavor: Flavor::MySql,
+        from: v(8, 0, 30),
+        to: v(9, 999, 999),
+        write_symbol: "_Z15log_write_up_toR5log_tmb",
+        pred_a: Pred::bool_arg(2),
+        pred_b: Pred::OFF,
+        requests: Source::AllCalls,
+        durable: Source::PredA,
+        flush_symbols: &["_ZN15Log_file_handle5fsyncEv"],
+        flush_filter: Pred::ALWAYS,
+    },
+    Profile {
+        name: "mysql-8.0.11-8.0.29",
+        flavor: Flavor::MySql,
+        from: v(8, 0, 0),
+        to: v(8, 0, 29),
+        write_symbol: "_Z15log_write_up_toR5log_tmb",
+        pred_a: Pred::bool_arg(2),
+        pred_b: Pred::OFF,
+        requests: Source::AllCalls,
+        durable: Source::PredA,
+        flush_symbols: &["_Z19fil_flush_file_redov"],
+        flush_filter: Pred::ALWAYS,
+    },
+    Profile {
+        name: "mariadb-10.8+",
+        flavor: Flavor::MariaDb,
+        from: v(10, 8, 0),
+        to: v(11, 999, 999),
+        write_symbol: "_Z15log_write_up_tombPK19completion_callback",
+        pred_a: Pred::bool_arg(1),
+        pred_b: Pred::OFF,
+        requests: Source::AllCalls,
+        durable: Source::PredA,
+        flush_symbols: &["_ZN5log_t5flushEm"],
+        flush_filter: Pred::ALWAYS,
+    },
+    Profile {
+        name: "mariadb-10.6",
+        flavor: Flavor::MariaDb,
+        from: v(10, 6, 0),
+        to: v(10, 7, 999),
+        write_symbol: "_Z15log_write_up_tombbPK19completion_callback",
+        pred_a: Pred::bool_arg(1),
+        pred_b: Pred::OFF,
+        requests: Source::AllCalls,
+        durable: Source::PredA,
+        flush_symbols: &["_ZN5log_t4file5flushEv"],
+        flush_filter: Pred::ALWAYS,
+    },
+    Profile {
+        name: "mariadb-10.5",
+        flavor: Flavor::MariaDb,
+        from: v(10, 5, 0),
+        to: v(10, 5, 999),
+        write_symbol: "_Z15log_write_up_tombb",
+        pred_a: Pred::bool_arg(1),
+        pred_b: Pred::OFF,
+        requests: Source::AllCalls,
+        durable: Source::PredA,
+        flush_symbols: &["_ZN5log_t4file5flushEv"],
+        flush_filter: Pred::ALWAYS,
+    },
+];
+
+/// Exported server-layer commit functions, present even in stripped
+/// MariaDB whose InnoDB symbols are hidden. One call per commit.
+pub const FALLBACKS: &[&str] = &["_Z19ha_commit_one_phaseP3THDb", "_Z12trans_commitP3THD"];
+
+/// Human name of a fallback symbol.
+pub fn short_name(mangled: &str) -> String {
+    cpp_demangle::Symbol::new(mangled.as_bytes())
+        .ok()
+        .map(|s| s.to_string())
+        .map(|d| d.split('(').next().unwrap_or(&d).to_string())
+        .unwrap_or_else(|| mangled.to_string())
+}
+
+/// The rows worth trying for `id`, best first. Unknown server: every row
+/// (mangled names differ between versions, so the symbols decide).
+pub fn candidates(id: Option<ServerId>) -> Vec<&'static Profile> {
+    match id {
+        Some(id) => {
+            let (hit, rest): (Vec<_>, Vec<_>) = PROFILES
+                .iter()
+                .partition(|p| p.flavor == id.flavor && p.from <= id.version && id.version <= p.to);
+            hit.into_iter().chain(rest).collect()
+        }
+        None => PROFILES.iter().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_server_versions() {
+        let m: ServerId = "mariadb-10.11".parse().unwrap();
+        assert_eq!((m.flavor, m.version), (Flavor::MariaDb, v(10, 11, 0)));
+        let m: ServerId = "10.6.18-MariaDB-log".parse().unwrap();
+        assert_eq!((m.flavor, m.version), (Flavor::MariaDb, v(10, 6, 18)));
+        let m: ServerId = "8.0.36".parse().unwrap();
+        assert_eq!((m.flavor, m.version), (Flavor::MySql, v(8, 0, 36)));
+        assert!("banana".parse::<ServerId>().is_err());
+        assert!("3.2".parse::<ServerId>().is_err());
+    }
+
+    #[test]
+    fn parses_version_output() {
+        let id = parse_version_output(
+            "/usr/sbin/mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64 (Debian 12)\n",
+        )
+        .unwrap();
+        assert_eq!((id.flavor, id.version), (Flavor::MariaDb, v(10, 11, 19)));
+        let id = parse_version_output(
+            "mysqld  Ver 8.0.36 for Linux on x86_64 (MySQL Community Server - GPL)",
+        )
+        .unwrap();
+        assert_eq!((id.flavor, id.version), (Flavor::MySql, v(8, 0, 36)));
+    }
+
+    #[test]
+    fn every_version_maps_to_its_row() {
+        let pick = |s: &str| candidates(Some(s.parse().unwrap()))[0].name;
+        assert_eq!(pick("5.6.51"), "mysql-5.6");
+        assert_eq!(pick("5.7.44"), "mysql-5.7");
+        assert_eq!(pick("8.0.20"), "mysql-8.0.11-8.0.29");
+        assert_eq!(pick("8.0.36"), "mysql-8.0.30+");
+        assert_eq!(pick("8.4.3"), "mysql-8.0.30+");
+        assert_eq!(pick("9.1.0"), "mysql-8.0.30+");
+        assert_eq!(pick("10.5.20"), "mariadb-10.5");
+        assert_eq!(pick("10.6.18"), "mariadb-10.6");
+        assert_eq!(pick("10.11.18-MariaDB"), "mariadb-10.8+");
+        assert_eq!(pick("11.4.2-MariaDB"), "mariadb-10.8+");
+        assert_eq!(short_name(FALLBACKS[0]), "ha_commit_one_phase");
+    }
+}

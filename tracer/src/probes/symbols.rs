@@ -1,0 +1,255 @@
+//! Finds a function's file offset in an executable, even when the
+//! executable is stripped and its symbols live in a separate debug file.
+//!
+//! aya's own resolver only reads the binary (and a debuglink right next to
+//! it) and cannot use `objcopy --only-keep-debug` files, whose `.text` is
+//! NOBITS. So: take the symbol's *virtual address* from whichever file has
+//! it, and turn it into a file offset with the *executable's* PT_LOAD
+//! segments; the probe is then attached by absolute offset.
+//!
+//! Search order: `.symtab`, `.dynsym`, `<debug-root>/.build-id/xx/rest.debug`,
+//! then `.gnu_debuglink` (next to the binary, its `.debug/`, and
+//! `<debug-root>/<binary dir>/`).
+use std::{
+    collections::HashMap,
+    fmt,
+    path::{Path, PathBuf},
+};
+
+use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+
+use crate::error::{Error, Result};
+
+/// Where a symbol was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SymbolSource {
+    Symtab,
+    Dynsym,
+    BuildIdDebug,
+    DebugLink,
+}
+
+impl fmt::Display for SymbolSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SymbolSource::Symtab => ".symtab",
+            SymbolSource::Dynsym => ".dynsym",
+            SymbolSource::BuildIdDebug => "build-id debug file",
+            SymbolSource::DebugLink => ".gnu_debuglink debug file",
+        })
+    }
+}
+
+/// A resolved function: what to hand to the uprobe attach.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolved {
+    /// The mangled name as it stands in the symbol table.
+    pub symbol: String,
+    pub vaddr: u64,
+    pub file_offset: u64,
+    pub source: SymbolSource,
+    /// The file the symbol was read from (the binary or a debug file).
+    pub found_in: PathBuf,
+}
+
+/// Function symbols of one file: mangled name -> virtual address.
+struct Table {
+    source: SymbolSource,
+    path: PathBuf,
+    addrs: HashMap<String, u64>,
+}
+
+/// Everything needed to resolve names in one executable.
+pub struct Resolver {
+    exe: PathBuf,
+    /// PT_LOAD segments of the executable: (vaddr, memsz, file offset, filesz).
+    segments: Vec<(u64, u64, u64, u64)>,
+    tables: Vec<Table>,
+    /// Debug files looked for (for error messages and -v).
+    pub looked_for: Vec<PathBuf>,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| Error::Read {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn function_table<'a>(
+    syms: impl Iterator<Item = object::Symbol<'a, 'a>>,
+    source: SymbolSource,
+    path: &Path,
+) -> Table {
+    let mut addrs = HashMap::new();
+    for s in syms {
+        if s.kind() != SymbolKind::Text || !s.is_definition() || s.address() == 0 {
+            continue;
+        }
+        if let Ok(name) = s.name() {
+            addrs.entry(name.to_owned()).or_insert(s.address());
+        }
+    }
+    Table {
+        source,
+        path: path.to_owned(),
+        addrs,
+    }
+}
+
+/// Reads a separate debug file's `.symtab`, if it exists and parses.
+fn debug_table(path: &Path, source: SymbolSource, expect_build_id: Option<&[u8]>) -> Option<Table> {
+    let data = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    if let (Some(want), Ok(Some(have))) = (expect_build_id, file.build_id()) {
+        if want != have {
+            return None;
+        }
+    }
+    let t = function_table(file.symbols(), source, path);
+    (!t.addrs.is_empty()).then_some(t)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Resolver {
+    /// Parses `exe` and locates its debug files under `debug_root`.
+    pub fn open(exe: &Path, debug_root: &Path) -> Result<Self> {
+        let data = read(exe)?;
+        let not_elf = |reason: String| Error::NotElf {
+            path: exe.to_owned(),
+            reason,
+        };
+        let file = object::File::parse(&*data).map_err(|e| not_elf(e.to_string()))?;
+        if file.format() != object::BinaryFormat::Elf {
+            return Err(not_elf(format!("{:?} file", file.format())));
+        }
+        let segments: Vec<_> = file
+            .segments()
+            .map(|s| {
+                let (off, size) = s.file_range();
+                (s.address(), s.size(), off, size)
+            })
+            .collect();
+        if segments.is_empty() {
+            return Err(not_elf("no loadable segments".into()));
+        }
+        let mut tables = vec![
+            function_table(file.symbols(), SymbolSource::Symtab, exe),
+            function_table(file.dynamic_symbols(), SymbolSource::Dynsym, exe),
+        ];
+        let mut looked_for = Vec::new();
+
+        let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
+        if let Some(id) = build_id.as_deref().filter(|id| id.len() > 1) {
+            let h = hex(id);
+            let p = debug_root
+                .join(".build-id")
+                .join(&h[..2])
+                .join(format!("{}.debug", &h[2..]));
+            if let Some(t) = debug_table(&p, SymbolSource::BuildIdDebug, Some(id)) {
+                tables.push(t);
+            }
+            looked_for.push(p);
+        }
+
+        if let Ok(Some((name, crc))) = file.gnu_debuglink() {
+            let name = String::from_utf8_lossy(name).into_owned();
+            let dir = exe.parent().unwrap_or(Path::new("/"));
+            let rel = dir.strip_prefix("/").unwrap_or(dir);
+            for p in [
+                dir.join(&name),
+                dir.join(".debug").join(&name),
+                debug_root.join(rel).join(&name),
+            ] {
+                let crc_ok = std::fs::read(&p).is_ok_and(|d| crc32fast::hash(&d) == crc);
+                if crc_ok {
+                    if let Some(t) = debug_table(&p, SymbolSource::DebugLink, build_id.as_deref()) {
+                        tables.push(t);
+                        looked_for.push(p);
+                        break;
+                    }
+                }
+                looked_for.push(p);
+            }
+        }
+        Ok(Self {
+            exe: exe.to_owned(),
+            segments,
+            tables,
+            looked_for,
+        })
+    }
+
+    pub fn exe(&self) -> &Path {
+        &self.exe
+    }
+
+    /// Converts a virtual address to an offset in the executable file.
+    pub fn file_offset(&self, vaddr: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|(va, memsz, _, filesz)| vaddr >= *va && vaddr < va + (*memsz).min(*filesz))
+            .map(|(va, _, off, _)| vaddr - va + off)
+    }
+
+    /// Resolves the first of `names` found, searching every name in one
+    /// source before moving to the next source. A name not starting with
+    /// `_Z` may be demangled (`log_write_up_to`, `log_t::flush`).
+    pub fn resolve(&self, names: &[&str]) -> Option<Resolved> {
+        for t in &self.tables {
+            for name in names {
+                let hit = if let Some(a) = t.addrs.get(*name) {
+                    Some((name.to_string(), *a))
+                } else if !name.starts_with("_Z") {
+                    demangled_match(t, name)
+                } else {
+                    None
+                };
+                if let Some((symbol, vaddr)) = hit {
+                    if let Some(file_offset) = self.file_offset(vaddr) {
+                        return Some(Resolved {
+                            symbol,
+                            vaddr,
+                            file_offset,
+                            source: t.source,
+                            found_in: t.path.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// True when any source holds a symbol table with functions: used to
+    /// word the "stripped" message.
+    pub fn has_debug_file(&self) -> bool {
+        self.tables.iter().any(|t| {
+            matches!(
+                t.source,
+                SymbolSource::BuildIdDebug | SymbolSource::DebugLink
+            )
+        })
+    }
+}
+
+/// Finds a mangled symbol whose demangled form is `name`, either whole
+/// (`log_t::flush(unsigned long)`) or without its parameter list.
+fn demangled_match(t: &Table, name: &str) -> Option<(String, u64)> {
+    let mut found: Vec<(&String, u64)> = t
+        .addrs
+        .iter()
+        .filter(|(m, _)| m.starts_with("_Z"))
+        .filter_map(|(m, a)| {
+            let d = cpp_demangle::Symbol::new(m.as_bytes()).ok()?.to_string();
+            let base = d.split('(').next().unwrap_or(&d);
+            (d == name || base == name).then_some((m, *a))
+        })
+        .collect();
+    found.sort();
+    found.first().map(|(m, a)| ((*m).clone(), *a))
+}

@@ -1,0 +1,180 @@
+//! The terminal table: one line per interval, like the systemtap study's
+//! `n_write N n_flush M`, with the header repeated every 20 lines.
+use std::{
+    io::Write,
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use super::{Legend, Sink, Summary};
+use crate::sample::Interval;
+
+pub struct Human<W: Write> {
+    out: W,
+    lines: u64,
+    fallback: bool,
+}
+
+impl<W: Write> Human<W> {
+    pub fn new(out: W) -> Self {
+        Self {
+            out,
+            lines: 0,
+            fallback: false,
+        }
+    }
+}
+
+/// Local wall-clock time as HH:MM:SS.
+pub fn clock(at: SystemTime) -> String {
+    let secs = at
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0) as libc::time_t;
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid for the call; localtime_r is re-entrant.
+    if unsafe { libc::localtime_r(&secs, &mut tm) }.is_null() {
+        return "??:??:??".into();
+    }
+    format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
+}
+
+fn opt_f(v: Option<f64>, prec: usize) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.prec$}"))
+}
+
+fn opt_u(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
+impl<W: Write> Human<W> {
+    fn header(&mut self) {
+        let nw = if self.fallback { "commits" } else { "n_write" };
+        let _ = writeln!(
+            self.out,
+            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}",
+            "time",
+            nw,
+            "durable",
+            "n_flush",
+            "write/flush",
+            "redo_fsync",
+            "redo_p50_us",
+            "redo_p99_us",
+            "binlog_fsync",
+            "data_fsync"
+        );
+    }
+}
+
+impl<W: Write> Sink for Human<W> {
+    fn start(&mut self, l: &Legend) {
+        self.fallback = l.fallback.is_some();
+        let server = l.server.as_deref().unwrap_or("server version unknown");
+        let _ = writeln!(self.out, "# tracing pid {} ({}, {server})", l.pid, l.exe);
+        let _ = writeln!(
+            self.out,
+            "# {}: calls of {}; durable: {}; n_flush: {}; fsync probe: {}",
+            if self.fallback { "commits" } else { "n_write" },
+            l.n_write_source,
+            l.durable_source
+                .as_deref()
+                .unwrap_or("- (not visible at the server layer)"),
+            l.n_flush_source,
+            l.fsync_probe
+        );
+    }
+
+    fn interval(&mut self, at: SystemTime, i: &Interval) {
+        if self.lines % 20 == 0 {
+            self.header();
+        }
+        self.lines += 1;
+        let _ = writeln!(
+            self.out,
+            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}",
+            clock(at),
+            i.n_write,
+            opt_u(i.durable),
+            i.n_flush,
+            opt_f(i.write_per_flush, 2),
+            i.redo_fsync,
+            opt_f(i.redo_p50_us, 0),
+            opt_f(i.redo_p99_us, 0),
+            i.binlog_fsync,
+            i.data_fsync
+        );
+        let _ = self.out.flush();
+    }
+
+    fn summary(&mut self, l: &Legend, s: &Summary) {
+        let t = &s.totals;
+        let secs = t.interval_s.max(1e-9);
+        let nw = if self.fallback { "commits" } else { "n_write" };
+        let _ = writeln!(
+            self.out,
+            "\n== summary: {:.1} s, ended: {} ==",
+            t.interval_s,
+            s.end.describe()
+        );
+        let _ = writeln!(
+            self.out,
+            "{nw:<14} {:>12}  ({:.1}/s)  [{}]",
+            t.n_write,
+            t.n_write as f64 / secs,
+            l.n_write_source
+        );
+        if let Some(d) = t.durable {
+            let _ = writeln!(
+                self.out,
+                "{:<14} {d:>12}  ({:.1}/s)",
+                "durable",
+                d as f64 / secs
+            );
+        }
+        let _ = writeln!(
+            self.out,
+            "{:<14} {:>12}  ({:.1}/s)  [{}]",
+            "n_flush",
+            t.n_flush,
+            t.n_flush as f64 / secs,
+            l.n_flush_source
+        );
+        let _ = writeln!(
+            self.out,
+            "{:<14} {:>12}",
+            "write/flush",
+            opt_f(t.write_per_flush, 2)
+        );
+        let _ = writeln!(
+            self.out,
+            "{:<14} {:>12}  p50 {} us  p99 {} us",
+            "redo_fsync",
+            t.redo_fsync,
+            opt_f(t.redo_p50_us, 0),
+            opt_f(t.redo_p99_us, 0)
+        );
+        let _ = writeln!(
+            self.out,
+            "{:<14} {:>12}  ({} bytes)",
+            "redo_writes", t.redo_writes, t.redo_write_bytes
+        );
+        let _ = writeln!(self.out, "{:<14} {:>12}", "binlog_fsync", t.binlog_fsync);
+        let _ = writeln!(self.out, "{:<14} {:>12}", "data_fsync", t.data_fsync);
+        let _ = writeln!(self.out, "{:<14} {:>12}", "other_fsync", t.other_fsync);
+        let _ = writeln!(
+            self.out,
+            "{:<14} p50 {} us  p99 {} us",
+            "write_wait",
+            opt_f(t.write_wait_p50_us, 0),
+            opt_f(t.write_wait_p99_us, 0)
+        );
+        if t.lost_events > 0 {
+            let _ = writeln!(
+                self.out,
+                "{:<14} {:>12}  (map full: counts are lower bounds)",
+                "lost_events", t.lost_events
+            );
+        }
+        let _ = self.out.flush();
+    }
+}

@@ -1,0 +1,55 @@
+//! JSON lines: one object per interval, then one summary object. Each line
+//! carries a `type` so a consumer can dispatch without guessing.
+use std::{
+    io::Write,
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use serde_json::json;
+
+use super::{Legend, Sink, Summary};
+use crate::sample::Interval;
+
+pub struct Json<W: Write> {
+    out: W,
+}
+
+impl<W: Write> Json<W> {
+    pub fn new(out: W) -> Self {
+        Self { out }
+    }
+
+    fn line(&mut self, v: serde_json::Value) {
+        let _ = writeln!(self.out, "{v}");
+        let _ = self.out.flush();
+    }
+}
+
+impl<W: Write> Sink for Json<W> {
+    fn start(&mut self, l: &Legend) {
+        self.line(json!({ "type": "start", "legend": l }));
+    }
+
+    fn interval(&mut self, at: SystemTime, i: &Interval) {
+        let ts = at
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        let mut v = serde_json::to_value(i).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("type".into(), json!("interval"));
+            o.insert("unix_time".into(), json!(ts));
+        }
+        self.line(v);
+    }
+
+    fn summary(&mut self, l: &Legend, s: &Summary) {
+        self.line(json!({
+            "type": "summary",
+            "end": s.end,
+            "intervals": s.intervals,
+            "legend": l,
+            "totals": s.totals,
+        }));
+    }
+}

@@ -1,0 +1,215 @@
+//! The per-interval record: deltas of two cumulative snapshots, with fds
+//! grouped by file class and log2 histograms turned into percentiles.
+use crate::{
+    fds::{FdTable, FileClass},
+    probes::{Snapshot, WriteProbe},
+};
+use tracer_ebpf::{Counter, HistKind, HIST_BUCKETS};
+
+/// A log2-ns histogram (bucket i holds [2^i, 2^(i+1)) ns).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LogHist(pub [u64; HIST_BUCKETS]);
+
+impl LogHist {
+    pub fn since(&self, earlier: &LogHist) -> LogHist {
+        let mut out = [0; HIST_BUCKETS];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = self.0[i].saturating_sub(earlier.0[i]);
+        }
+        LogHist(out)
+    }
+
+    pub fn add(&mut self, other: &LogHist) {
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a += b;
+        }
+    }
+
+    pub fn count(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// The q-quantile in microseconds, linearly interpolated inside its
+    /// bucket; `None` when empty. Accurate to the bucket (a factor of 2).
+    pub fn quantile_us(&self, q: f64) -> Option<f64> {
+        let total = self.count();
+        if total == 0 {
+            return None;
+        }
+        let rank = (q * total as f64).max(1.0);
+        let mut seen = 0.0;
+        for (i, &n) in self.0.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let next = seen + n as f64;
+            if next >= rank {
+                let lo = if i == 0 { 0.0 } else { (1u64 << i) as f64 };
+                let hi = (1u64 << (i + 1)) as f64;
+                let frac = (rank - seen) / n as f64;
+                return Some((lo + frac * (hi - lo)) / 1000.0);
+            }
+            seen = next;
+        }
+        None
+    }
+}
+
+/// Per-class sync activity over an interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ClassTotals {
+    pub syncs: u64,
+    pub writes: u64,
+    pub write_bytes: u64,
+    pub hist: LogHist,
+}
+
+/// One interval (or the whole run, for the summary).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Interval {
+    /// Seconds since tracing started, at the end of this interval.
+    pub elapsed_s: f64,
+    /// Length of the interval in seconds.
+    pub interval_s: f64,
+    /// Write-probe requests (the study's n_write; in server-layer fallback
+    /// mode: commits counted at the server layer).
+    pub n_write: u64,
+    /// Requests that asked for durability (None in fallback mode).
+    pub durable: Option<u64>,
+    /// Redo flushes: flush-function hits, else redo fsyncs from the kernel.
+    pub n_flush: u64,
+    /// durable (or n_write in fallback mode) per n_flush.
+    pub write_per_flush: Option<f64>,
+    pub redo_fsync: u64,
+    pub redo_p50_us: Option<f64>,
+    pub redo_p99_us: Option<f64>,
+    /// Writes to the redo file (durable by themselves under O_DSYNC).
+    pub redo_writes: u64,
+    pub redo_write_bytes: u64,
+    pub binlog_fsync: u64,
+    pub data_fsync: u64,
+    pub other_fsync: u64,
+    /// Time inside the write function for durable requests.
+    pub write_wait_p50_us: Option<f64>,
+    pub write_wait_p99_us: Option<f64>,
+    /// Flush-function hits (None when it is inlined or absent).
+    pub flush_calls: Option<u64>,
+    pub lost_events: u64,
+}
+
+/// How to read a snapshot pair: which counters feed which column.
+#[derive(Clone, Debug)]
+pub struct Columns {
+    pub requests: crate::probes::profiles::Source,
+    pub durable: Option<crate::probes::profiles::Source>,
+    pub has_flush_fn: bool,
+}
+
+impl Columns {
+    pub fn new(write: &WriteProbe, has_flush_fn: bool) -> Self {
+        use crate::probes::profiles::Source;
+        match write {
+            WriteProbe::Exact { profile, .. } => Columns {
+                requests: profile.requests,
+                durable: Some(profile.durable),
+                has_flush_fn,
+            },
+            WriteProbe::ServerLayer { .. } => Columns {
+                requests: Source::AllCalls,
+                durable: None,
+                has_flush_fn: false,
+            },
+        }
+    }
+}
+
+fn ratio(a: u64, b: u64) -> Option<f64> {
+    (b > 0).then(|| a as f64 / b as f64)
+}
+
+/// Sync/write activity by class between two snapshots.
+pub fn by_class(prev: &Snapshot, cur: &Snapshot, fds: &FdTable, class: FileClass) -> ClassTotals {
+    let mut t = ClassTotals::default();
+    for (fd, now) in &cur.fds {
+        if fds.class(*fd) != class {
+            continue;
+        }
+        let before = prev.fds.get(fd).copied().unwrap_or_default();
+        t.syncs += now.syncs.saturating_sub(before.syncs);
+        t.writes += now.writes.saturating_sub(before.writes);
+        t.write_bytes += now.write_bytes.saturating_sub(before.write_bytes);
+        t.hist.add(&LogHist(now.hist).since(&LogHist(before.hist)));
+    }
+    t
+}
+
+impl Interval {
+    pub fn between(
+        prev: &Snapshot,
+        cur: &Snapshot,
+        fds: &FdTable,
+        cols: &Columns,
+        elapsed_s: f64,
+        interval_s: f64,
+    ) -> Self {
+        let d = |c: Counter| cur.counter(c).saturating_sub(prev.counter(c));
+        let ds = |s| cur.source(s).saturating_sub(prev.source(s));
+        let redo = by_class(prev, cur, fds, FileClass::Redo);
+        let n_write = ds(cols.requests);
+        let durable = cols.durable.map(ds);
+        let flush_calls = cols.has_flush_fn.then(|| d(Counter::FlushCalls));
+        let n_flush = flush_calls.unwrap_or(redo.syncs);
+        let ww = LogHist(cur.hists[HistKind::WriteWait as usize])
+            .since(&LogHist(prev.hists[HistKind::WriteWait as usize]));
+        Interval {
+            elapsed_s,
+            interval_s,
+            n_write,
+            durable,
+            n_flush,
+            write_per_flush: ratio(durable.unwrap_or(n_write), n_flush),
+            redo_fsync: redo.syncs,
+            redo_p50_us: redo.hist.quantile_us(0.50),
+            redo_p99_us: redo.hist.quantile_us(0.99),
+            redo_writes: redo.writes,
+            redo_write_bytes: redo.write_bytes,
+            binlog_fsync: by_class(prev, cur, fds, FileClass::Binlog).syncs,
+            data_fsync: by_class(prev, cur, fds, FileClass::Data).syncs,
+            other_fsync: by_class(prev, cur, fds, FileClass::Other).syncs,
+            write_wait_p50_us: ww.quantile_us(0.50),
+            write_wait_p99_us: ww.quantile_us(0.99),
+            flush_calls,
+            lost_events: d(Counter::SyncLost) + d(Counter::TimingLost),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_interpolate_within_buckets() {
+        let mut h = [0u64; HIST_BUCKETS];
+        h[10] = 100; // 1024..2048 ns
+        let h = LogHist(h);
+        let p50 = h.quantile_us(0.5).unwrap();
+        assert!((p50 - 1.536).abs() < 1e-9, "{p50}");
+        assert!(h.quantile_us(0.99).unwrap() <= 2.048);
+        assert_eq!(LogHist::default().quantile_us(0.5), None);
+    }
+
+    #[test]
+    fn quantiles_are_monotone() {
+        let mut h = [0u64; HIST_BUCKETS];
+        for (i, slot) in h.iter_mut().enumerate().take(20) {
+            *slot = (i as u64 * 7) % 5 + 1;
+        }
+        let h = LogHist(h);
+        let qs: Vec<f64> = [0.1, 0.5, 0.9, 0.99, 1.0]
+            .iter()
+            .map(|q| h.quantile_us(*q).unwrap())
+            .collect();
+        assert!(qs.windows(2).all(|w| w[0] <= w[1]), "{qs:?}");
+    }
+}

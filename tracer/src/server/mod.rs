@@ -1,0 +1,2 @@
+//! The traced server process. (The managed throwaway server lands here too.)
+pub mod process;

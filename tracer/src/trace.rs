@@ -1,0 +1,261 @@
+//! `commitscope trace`: attach to a running server and print per-interval
+//! counts until Ctrl-C, `--duration`, or the server exits.
+use std::{
+    io::{stderr, stdout, Write},
+    path::PathBuf,
+    time::{Duration, Instant, SystemTime},
+};
+
+use crate::{
+    cli::TraceArgs,
+    error::{Error, Result},
+    fds::FdTable,
+    probes::{profiles, Plan, Probes, Snapshot, Target, WriteProbe},
+    report::{human::Human, json::Json, EndReason, Legend, Sink, Summary},
+    sample::{Columns, Interval},
+    server::process,
+};
+
+/// Turns the CLI into a target: pid, executable, options.
+pub fn target(args: &TraceArgs) -> Result<Target> {
+    let pid = match (args.pid, &args.mysqld) {
+        (Some(pid), _) => pid,
+        (None, Some(path)) => {
+            if !path.exists() {
+                return Err(Error::Read {
+                    path: path.clone(),
+                    source: std::io::Error::from(std::io::ErrorKind::NotFound),
+                });
+            }
+            // Reject a non-ELF before looking for processes.
+            crate::probes::symbols::Resolver::open(path, &args.debug_dir)?;
+            process::pid_of(path)?
+        }
+        (None, None) => unreachable!("clap requires --pid or --mysqld"),
+    };
+    let exe = process::exe_of(pid)?;
+    let server = args.server_version.as_deref().map(str::parse).transpose()?;
+    if !(args.interval >= 0.01) || !args.interval.is_finite() {
+        return Err(Error::BadInterval {
+            given: args.interval,
+        });
+    }
+    Ok(Target {
+        pid,
+        exe,
+        debug_root: args.debug_dir.clone(),
+        server,
+        fsync_probe: args.fsync_probe,
+    })
+}
+
+/// What each column counts, said once at start.
+pub fn legend(probes: &Probes, target: &Target) -> Legend {
+    let plan = &probes.plan;
+    let (profile, durable) = match &plan.write {
+        WriteProbe::Exact { profile, .. } => {
+            let durable = match profile.durable {
+                profiles::Source::PredB => {
+                    "flush_to_disk argument != 0 (n_write: wait == LOG_WAIT_ONE_GROUP)"
+                }
+                _ => "durable/flush argument true",
+            };
+            (Some(profile.name.to_string()), Some(durable.to_string()))
+        }
+        WriteProbe::ServerLayer { .. } => (None, None),
+    };
+    Legend {
+        pid: target.pid,
+        exe: target.exe.display().to_string(),
+        server: plan.server.map(|s| s.to_string()),
+        profile,
+        n_write_source: profiles::short_name(&plan.write.resolved().symbol),
+        durable_source: durable,
+        n_flush_source: plan
+            .flush
+            .as_ref()
+            .map(|f| profiles::short_name(&f.symbol))
+            .unwrap_or_else(|| "redo fsync/fdatasync (kernel)".into()),
+        fsync_probe: probes.kernel.used.to_string(),
+        fallback: plan.fallback_line(),
+    }
+}
+
+fn verbose_report(probes: &Probes, resolver_debug: &[PathBuf]) {
+    let mut e = stderr().lock();
+    for a in &probes.attached {
+        let _ = writeln!(
+            e,
+            "commitscope: {} {:<9} {} at {}+{:#x} (symbol from {})",
+            a.role,
+            a.kind,
+            profiles::short_name(&a.symbol),
+            a.file.display(),
+            a.offset,
+            a.found_in
+        );
+    }
+    if !probes.plan.flush_missing.is_empty() {
+        let _ = writeln!(
+            e,
+            "commitscope: flush function {} not found (inlined?): n_flush = redo fsyncs counted in the kernel",
+            probes.plan.flush_missing.join(", ")
+        );
+    }
+    let k = &probes.kernel;
+    match &k.fallback_reason {
+        Some(why) => {
+            let _ = writeln!(
+                e,
+                "commitscope: fsync: kprobe unavailable ({why}); fell back to syscall tracepoints"
+            );
+        }
+        None => {
+            let _ = writeln!(e, "commitscope: fsync: {} probes", k.used);
+        }
+    }
+    let _ = writeln!(
+        e,
+        "commitscope: writes: tracepoints {}",
+        k.write_tracepoints.join(", ")
+    );
+    for p in resolver_debug {
+        let _ = writeln!(e, "commitscope: debug file looked for: {}", p.display());
+    }
+}
+
+/// The tick loop. Returns why it ended.
+async fn run_loop(
+    probes: &Probes,
+    target: &Target,
+    args: &TraceArgs,
+    sink: &mut dyn Sink,
+    legend: &Legend,
+) -> Result<()> {
+    let cols = Columns::new(&probes.plan.write, probes.plan.flush.is_some());
+    let mut fds = FdTable::new(target.pid);
+    let first = probes.read()?;
+    let mut prev: Snapshot = first.clone();
+    let start = Instant::now();
+    let mut last_tick = start;
+    let mut intervals = 0u64;
+    let period = Duration::from_secs_f64(args.interval);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // fds are named while they are open: poll the fd map faster than the
+    // output so short-lived descriptors are still attributed.
+    let mut fd_poll = tokio::time::interval(Duration::from_millis(100));
+    let deadline = args
+        .duration
+        .map(|d| tokio::time::Instant::now() + Duration::from_secs_f64(d.max(0.0)));
+    let sleep_until_deadline = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(sleep_until_deadline);
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| Error::Runtime(format!("cannot install the SIGTERM handler: {e}")))?;
+
+    let end = loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let cur = probes.read()?;
+                fds.refresh(cur.fds.keys().copied());
+                let now = Instant::now();
+                let i = Interval::between(&prev, &cur, &fds, &cols, (now - start).as_secs_f64(), (now - last_tick).as_secs_f64());
+                sink.interval(SystemTime::now(), &i);
+                intervals += 1;
+                prev = cur;
+                last_tick = now;
+                if !process::alive(target.pid) {
+                    break EndReason::TargetExited;
+                }
+            }
+            _ = fd_poll.tick() => {
+                if let Ok(s) = probes.read() {
+                    fds.refresh(s.fds.keys().copied());
+                }
+            }
+            _ = &mut sleep_until_deadline => break EndReason::Duration,
+            _ = tokio::signal::ctrl_c() => break EndReason::Interrupted,
+            _ = sigterm.recv() => break EndReason::Interrupted,
+        }
+    };
+    // The partial last interval, so totals equal the sum of printed lines.
+    let cur = probes.read()?;
+    fds.refresh(cur.fds.keys().copied());
+    let now = Instant::now();
+    if end != EndReason::TargetExited && cur != prev {
+        let i = Interval::between(
+            &prev,
+            &cur,
+            &fds,
+            &cols,
+            (now - start).as_secs_f64(),
+            (now - last_tick).as_secs_f64(),
+        );
+        sink.interval(SystemTime::now(), &i);
+        intervals += 1;
+    }
+    let totals = Interval::between(
+        &first,
+        &cur,
+        &fds,
+        &cols,
+        (now - start).as_secs_f64(),
+        (now - start).as_secs_f64(),
+    );
+    sink.summary(
+        legend,
+        &Summary {
+            end,
+            totals,
+            intervals,
+        },
+    );
+    Ok(())
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Entry point of `commitscope trace`.
+pub fn run(args: TraceArgs) -> Result<()> {
+    let target = target(&args)?;
+    // ELF work first: a bad binary is reported even without root.
+    let plan = Plan::new(&target)?;
+    if !is_root() {
+        return Err(Error::NotRoot { what: "trace" });
+    }
+    let debug_looked_for = crate::probes::symbols::Resolver::open(&target.exe, &target.debug_root)
+        .map(|r| r.looked_for)
+        .unwrap_or_default();
+    let probes = Probes::attach(&target, plan)?;
+    if args.verbose {
+        verbose_report(&probes, &debug_looked_for);
+    }
+    if let Some(line) = probes.plan.fallback_line() {
+        eprintln!("commitscope: {line}");
+    }
+    eprintln!(
+        "commitscope: tracing pid {} ({})",
+        target.pid,
+        target.exe.display()
+    );
+    let legend = legend(&probes, &target);
+    let mut sink: Box<dyn Sink> = if args.json {
+        Box::new(Json::new(stdout()))
+    } else {
+        Box::new(Human::new(stdout()))
+    };
+    sink.start(&legend);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Runtime(format!("cannot start the async runtime: {e}")))?;
+    rt.block_on(run_loop(&probes, &target, &args, sink.as_mut(), &legend))
+}
