@@ -69,6 +69,10 @@ pub struct FdStats {
     pub syncs: u64,
     /// Sum of their durations in ns.
     pub sync_ns: u64,
+    /// Syncs issued while the same thread was inside the redo flush
+    /// function: separates the flush function's own fdatasyncs from others
+    /// on the same file (MariaDB's checkpoint header writes, for one).
+    pub syncs_in_flush: u64,
     /// write/pwrite64/pwritev calls.
     pub writes: u64,
     /// Bytes requested by write/pwrite64 (pwritev is counted in `writes` only).

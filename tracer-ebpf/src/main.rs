@@ -76,7 +76,8 @@ struct WriteStart {
 #[derive(Clone, Copy)]
 struct SyncStart {
     ts: u64,
-    fd: u64,
+    fd: u32,
+    in_flush: u32,
 }
 
 #[inline(always)]
@@ -240,7 +241,8 @@ fn fd_slot(fd: u32) -> Option<*mut FdStats> {
 fn sync_enter(id: u64, fd: u64) {
     let start = SyncStart {
         ts: unsafe { bpf_ktime_get_ns() },
-        fd,
+        fd: fd as u32,
+        in_flush: FLUSH_START.get_ptr(id).is_some() as u32,
     };
     if SYNC_START.insert(id, start, 0).is_err() {
         bump(Counter::TimingLost);
@@ -256,10 +258,11 @@ fn sync_exit(id: u64) {
     let start = unsafe { *start };
     let _ = SYNC_START.remove(id);
     let ns = now.saturating_sub(start.ts);
-    if let Some(s) = fd_slot(start.fd as u32) {
+    if let Some(s) = fd_slot(start.fd) {
         let s = unsafe { &mut *s };
         s.syncs += 1;
         s.sync_ns += ns;
+        s.syncs_in_flush += start.in_flush as u64;
         record(&mut s.hist, ns);
     }
 }

@@ -59,6 +59,7 @@ impl LogHist {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ClassTotals {
     pub syncs: u64,
+    pub syncs_in_flush: u64,
     pub writes: u64,
     pub write_bytes: u64,
     pub hist: LogHist,
@@ -81,6 +82,9 @@ pub struct Interval {
     /// durable (or n_write in fallback mode) per n_flush.
     pub write_per_flush: Option<f64>,
     pub redo_fsync: u64,
+    /// Redo syncs issued from inside the flush function (None without
+    /// one); the rest are other redo syncs, e.g. checkpoint header writes.
+    pub redo_fsync_in_flush: Option<u64>,
     pub redo_p50_us: Option<f64>,
     pub redo_p99_us: Option<f64>,
     /// Writes to the redo file (durable by themselves under O_DSYNC).
@@ -136,6 +140,7 @@ pub fn by_class(prev: &Snapshot, cur: &Snapshot, fds: &FdTable, class: FileClass
         }
         let before = prev.fds.get(fd).copied().unwrap_or_default();
         t.syncs += now.syncs.saturating_sub(before.syncs);
+        t.syncs_in_flush += now.syncs_in_flush.saturating_sub(before.syncs_in_flush);
         t.writes += now.writes.saturating_sub(before.writes);
         t.write_bytes += now.write_bytes.saturating_sub(before.write_bytes);
         t.hist.add(&LogHist(now.hist).since(&LogHist(before.hist)));
@@ -169,6 +174,7 @@ impl Interval {
             n_flush,
             write_per_flush: ratio(durable.unwrap_or(n_write), n_flush),
             redo_fsync: redo.syncs,
+            redo_fsync_in_flush: cols.has_flush_fn.then_some(redo.syncs_in_flush),
             redo_p50_us: redo.hist.quantile_us(0.50),
             redo_p99_us: redo.hist.quantile_us(0.99),
             redo_writes: redo.writes,

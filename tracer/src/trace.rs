@@ -70,6 +70,7 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
         server: plan.server.map(|s| s.to_string()),
         profile,
         n_write_source: profiles::short_name(&plan.write.resolved().symbol),
+        n_write_symbol_from: plan.write.resolved().source.to_string(),
         durable_source: durable,
         n_flush_source: plan
             .flush
@@ -134,7 +135,9 @@ async fn run_loop(
 ) -> Result<()> {
     let cols = Columns::new(&probes.plan.write, probes.plan.flush.is_some());
     let mut fds = FdTable::new(target.pid);
-    let first = probes.read()?;
+    // The maps were created empty at attach: counting starts there, so
+    // the baseline is zero, not a first read that could miss early events.
+    let first = Snapshot::default();
     let mut prev: Snapshot = first.clone();
     let start = Instant::now();
     let mut last_tick = start;
@@ -225,12 +228,12 @@ pub fn is_root() -> bool {
 
 /// Entry point of `commitscope trace`.
 pub fn run(args: TraceArgs) -> Result<()> {
-    let target = target(&args)?;
-    // ELF work first: a bad binary is reported even without root.
-    let plan = Plan::new(&target)?;
+    // First: without root even /proc/<pid>/exe of the server is unreadable.
     if !is_root() {
         return Err(Error::NotRoot { what: "trace" });
     }
+    let target = target(&args)?;
+    let plan = Plan::new(&target)?;
     let debug_looked_for = crate::probes::symbols::Resolver::open(&target.exe, &target.debug_root)
         .map(|r| r.looked_for)
         .unwrap_or_default();

@@ -154,6 +154,7 @@ pub struct Snapshot {
 pub struct FdTotals {
     pub syncs: u64,
     pub sync_ns: u64,
+    pub syncs_in_flush: u64,
     pub writes: u64,
     pub write_bytes: u64,
     pub hist: [u64; HIST_BUCKETS],
@@ -343,6 +344,7 @@ impl Probes {
             for s in per_cpu.iter() {
                 t.syncs += s.syncs;
                 t.sync_ns += s.sync_ns;
+                t.syncs_in_flush += s.syncs_in_flush;
                 t.writes += s.writes;
                 t.write_bytes += s.write_bytes;
                 for (acc, b) in t.hist.iter_mut().zip(s.hist.buckets) {

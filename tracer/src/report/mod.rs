@@ -37,6 +37,8 @@ pub struct Legend {
     pub profile: Option<String>,
     /// Function counted in `n_write` (demangled).
     pub n_write_source: String,
+    /// Where its symbol was found (.symtab, .dynsym, a debug file).
+    pub n_write_symbol_from: String,
     /// What `durable` tests, or None in fallback mode.
     pub durable_source: Option<String>,
     /// Function counted in `n_flush`, or "redo fsync (kernel)".

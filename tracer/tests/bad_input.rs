@@ -1,0 +1,97 @@
+//! Bad input gets one line naming the problem and what to do, a non-zero
+//! exit, and never a panic.
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::*;
+
+/// Runs commitscope and returns (exit code, stderr), asserting the
+/// one-line, no-panic contract.
+fn fails(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("run commitscope");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "expected failure, got success: {err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    assert!(err.starts_with("commitscope: error: "), "{err}");
+    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{err}");
+    err
+}
+
+#[test]
+fn no_such_pid() {
+    if needs_root() {
+        return;
+    }
+    let err = fails(commitscope().args(["trace", "--pid", "999999999"]));
+    assert!(err.contains("no process with pid 999999999"), "{err}");
+}
+
+#[test]
+fn mysqld_not_elf() {
+    if needs_root() {
+        return;
+    }
+    let err = fails(commitscope().args(["trace", "--mysqld", "/etc/passwd"]));
+    assert!(err.contains("/etc/passwd is not an ELF executable"), "{err}");
+    assert!(err.contains("pass the server binary"), "{err}");
+}
+
+#[test]
+fn mysqld_not_running() {
+    if needs_root() {
+        return;
+    }
+    // An ELF that is certainly not running as its own process.
+    let err = fails(commitscope().args(["trace", "--mysqld", "/usr/bin/objdump"]));
+    assert!(err.contains("no running process of /usr/bin/objdump"), "{err}");
+}
+
+#[test]
+fn binary_without_probe_points() {
+    if needs_root() {
+        return;
+    }
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let err = fails(commitscope().args(["trace", "--pid", &sleeper.id().to_string()]));
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert!(err.contains("has neither log_write_up_to nor a server-layer commit function"), "{err}");
+    assert!(err.contains("ha_commit_one_phase"), "{err}");
+}
+
+#[test]
+fn bad_interval_and_version() {
+    if needs_root() {
+        return;
+    }
+    let me = std::process::id().to_string();
+    let err = fails(commitscope().args(["trace", "--pid", &me, "--interval", "0"]));
+    assert!(err.contains("invalid --interval 0"), "{err}");
+    let err = fails(commitscope().args(["trace", "--pid", &me, "--server-version", "banana"]));
+    assert!(err.contains("invalid --server-version \"banana\""), "{err}");
+}
+
+#[test]
+fn not_root() {
+    if !testkit::is_root() {
+        // Already unprivileged: the plain run shows the error.
+        let err = fails(commitscope().args(["trace", "--pid", "1"]));
+        assert!(err.contains("needs root"), "{err}");
+        return;
+    }
+    if !has_tool("setpriv") {
+        testkit::skip("setpriv (util-linux) missing: cannot drop root to test");
+        return;
+    }
+    // The test binary lives under target/, readable by anyone.
+    let err = fails(
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_commitscope"))
+            .args(["trace", "--pid", "1"])
+            .stdin(Stdio::null()),
+    );
+    assert!(err.contains("needs root to load eBPF programs: run it with sudo"), "{err}");
+}

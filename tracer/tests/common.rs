@@ -1,0 +1,138 @@
+//! Helpers shared by the tracer's integration tests: running `commitscope
+//! trace` against a process and reading its JSON lines.
+#![allow(dead_code)]
+
+use std::{
+    io::{BufRead, BufReader},
+    path::Path,
+    process::{Child, Command, Stdio},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+pub fn commitscope() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_commitscope"))
+}
+
+/// Skips (returns true) unless root: eBPF needs it.
+pub fn needs_root() -> bool {
+    !testkit::is_root() && testkit::skip("needs root to load eBPF programs (CI runs as root)")
+}
+
+/// A running `commitscope trace --json`, with its stdout lines collected.
+pub struct Tracer {
+    pub child: Child,
+    stderr: mpsc::Receiver<String>,
+    stdout: mpsc::Receiver<String>,
+    pub stderr_lines: Vec<String>,
+}
+
+impl Tracer {
+    /// Starts tracing `pid` and waits until the probes are attached.
+    pub fn start(pid: u32, extra: &[&str]) -> Tracer {
+        let mut child = commitscope()
+            .args(["trace", "--json", "--interval", "0.2", "--pid", &pid.to_string()])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn commitscope");
+        let (etx, erx) = mpsc::channel();
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for l in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = etx.send(l);
+            }
+        });
+        let (otx, orx) = mpsc::channel();
+        let out = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = otx.send(l);
+            }
+        });
+        let mut t = Tracer {
+            child,
+            stderr: erx,
+            stdout: orx,
+            stderr_lines: Vec::new(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match t.stderr.recv_timeout(Duration::from_millis(200)) {
+                Ok(l) => {
+                    let done = l.contains("commitscope: tracing pid");
+                    t.stderr_lines.push(l);
+                    if done {
+                        return t;
+                    }
+                }
+                Err(_) => {
+                    if let Ok(Some(st)) = t.child.try_wait() {
+                        panic!("commitscope exited early ({st}): {:?}", t.stderr_lines);
+                    }
+                    assert!(Instant::now() < deadline, "commitscope did not attach: {:?}", t.stderr_lines);
+                }
+            }
+        }
+    }
+
+    /// Stops with SIGINT (if still running) and returns all JSON lines.
+    pub fn finish(mut self, interrupt: bool) -> Vec<Value> {
+        if interrupt {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                break st;
+            }
+            assert!(Instant::now() < deadline, "commitscope did not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        self.stderr_lines.extend(self.stderr.try_iter());
+        assert!(status.success(), "commitscope failed ({status}): {:?}", self.stderr_lines);
+        self.stdout
+            .try_iter()
+            .map(|l| serde_json::from_str(&l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+            .collect()
+    }
+}
+
+/// The summary object (the last line).
+pub fn summary(lines: &[Value]) -> &Value {
+    let s = lines.last().expect("no output");
+    assert_eq!(s["type"], "summary", "last line is not the summary: {s}");
+    s
+}
+
+/// Sum of a field over the interval lines.
+pub fn interval_sum(lines: &[Value], field: &str) -> u64 {
+    lines
+        .iter()
+        .filter(|l| l["type"] == "interval")
+        .map(|l| l[field].as_u64().unwrap_or(0))
+        .sum()
+}
+
+/// Runs a command and panics with its stderr on failure.
+pub fn run(cmd: &mut Command) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+pub fn has_tool(name: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+pub fn file_name(p: &Path) -> String {
+    p.file_name().unwrap().to_string_lossy().into_owned()
+}

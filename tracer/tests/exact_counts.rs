@@ -1,0 +1,189 @@
+//! `commitscope trace --json` against a C program that calls functions with
+//! the servers' exact mangled names a known number of times: the reported
+//! counts must equal the program's own, however its symbols are shipped.
+mod common;
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+};
+
+use common::*;
+use object::Object;
+use serde_json::Value;
+
+#[derive(Clone, Copy, Debug)]
+enum Variant {
+    Unstripped,
+    /// Stripped, but the functions are exported in .dynsym (-rdynamic).
+    StrippedExported,
+    /// Stripped; symbols in <debug-root>/.build-id/xx/rest.debug.
+    BuildIdDebug,
+    /// Stripped; symbols in a file named by .gnu_debuglink, in `.debug/`.
+    DebugLink,
+}
+
+const FLAVORS: &[(&str, &str)] = &[
+    ("FLAVOR_MYSQL56", "mysql-5.6"),
+    ("FLAVOR_MYSQL80", "mysql-8.0.30+"),
+    ("FLAVOR_MARIADB1011", "mariadb-10.8+"),
+];
+
+fn source() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixture/fake_server.c")
+}
+
+/// Builds the fixture for one flavor and variant; returns (binary, debug root).
+fn build(dir: &Path, flavor: &str, v: Variant) -> (PathBuf, PathBuf) {
+    let bin = dir.join(format!("fake_{flavor}_{v:?}"));
+    let debug_root = dir.join(format!("debugroot_{flavor}_{v:?}"));
+    std::fs::create_dir_all(&debug_root).unwrap();
+    let mut gcc = Command::new("gcc");
+    gcc.args(["-O2", "-Wall", "-Wl,--build-id=sha1", &format!("-D{flavor}")]);
+    if matches!(v, Variant::StrippedExported) {
+        gcc.arg("-rdynamic");
+    }
+    run(gcc.arg(source()).arg("-o").arg(&bin));
+    let debug = dir.join(format!("{}.debug", file_name(&bin)));
+    match v {
+        Variant::Unstripped => {}
+        Variant::StrippedExported => run(Command::new("strip").arg("--strip-all").arg(&bin)),
+        Variant::BuildIdDebug => {
+            run(Command::new("objcopy").arg("--only-keep-debug").arg(&bin).arg(&debug));
+            run(Command::new("strip").arg("--strip-all").arg(&bin));
+            let data = std::fs::read(&bin).unwrap();
+            let id = object::File::parse(&*data).unwrap().build_id().unwrap().expect("build-id");
+            let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+            let target = debug_root.join(".build-id").join(&hex[..2]);
+            std::fs::create_dir_all(&target).unwrap();
+            std::fs::rename(&debug, target.join(format!("{}.debug", &hex[2..]))).unwrap();
+        }
+        Variant::DebugLink => {
+            run(Command::new("objcopy").arg("--only-keep-debug").arg(&bin).arg(&debug));
+            run(Command::new("strip").arg("--strip-all").arg(&bin));
+            run(Command::new("objcopy").arg(format!("--add-gnu-debuglink={}", debug.display())).arg(&bin));
+            let sub = dir.join(".debug");
+            std::fs::create_dir_all(&sub).unwrap();
+            std::fs::rename(&debug, sub.join(file_name(&debug))).unwrap();
+        }
+    }
+    if !matches!(v, Variant::Unstripped) {
+        let data = std::fs::read(&bin).unwrap();
+        let f = object::File::parse(&*data).unwrap();
+        assert!(f.symbol_table().is_none(), "{v:?}: .symtab survived strip");
+    }
+    (bin, debug_root)
+}
+
+/// Runs the fixture under `commitscope trace`; returns (truth, trace lines).
+fn traced_run(bin: &Path, debug_root: &Path, calls: u32) -> (Value, Vec<Value>) {
+    let work = tempfile::tempdir().unwrap();
+    let mut fx = Command::new(bin)
+        .arg(calls.to_string())
+        .arg(work.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn fixture");
+    let tracer = Tracer::start(fx.id(), &["--debug-dir", debug_root.to_str().unwrap()]);
+    writeln!(fx.stdin.take().unwrap(), "go").unwrap();
+    let mut line = String::new();
+    BufReader::new(fx.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(fx.wait().unwrap().success());
+    let truth: Value = serde_json::from_str(&line).expect("fixture JSON");
+    // The tracer ends by itself when the traced process exits.
+    (truth, tracer.finish(false))
+}
+
+#[test]
+fn exact_counts_for_every_flavor_and_symbol_source() {
+    if needs_root() || (!has_tool("gcc") && testkit::skip("gcc missing: run `cargo xtask setup`")) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (flavor, profile) in FLAVORS {
+        for v in [
+            Variant::Unstripped,
+            Variant::StrippedExported,
+            Variant::BuildIdDebug,
+            Variant::DebugLink,
+        ] {
+            let (bin, root) = build(dir.path(), flavor, v);
+            let (truth, lines) = traced_run(&bin, &root, 5000);
+            let s = summary(&lines);
+            let t = &s["totals"];
+            let ctx = format!("{flavor} {v:?}: truth {truth} summary {s}");
+            assert_eq!(s["end"], "target-exited", "{ctx}");
+            assert_eq!(s["legend"]["profile"], *profile, "{ctx}");
+            assert_eq!(t["n_write"], truth["requests"], "{ctx}");
+            assert_eq!(t["durable"], truth["durable"], "{ctx}");
+            assert_eq!(t["n_flush"], truth["flushes"], "{ctx}");
+            assert_eq!(t["flush_calls"], truth["flushes"], "{ctx}");
+            assert_eq!(t["redo_fsync"], truth["redo_syncs"], "{ctx}");
+            assert_eq!(t["redo_fsync_in_flush"], truth["flushes"], "{ctx}");
+            let outside = t["redo_fsync"].as_u64().unwrap() - t["redo_fsync_in_flush"].as_u64().unwrap();
+            assert_eq!(Some(outside), truth["redo_syncs_outside_flush"].as_u64(), "{ctx}");
+            assert_eq!(t["binlog_fsync"], truth["binlog_syncs"], "{ctx}");
+            assert_eq!(t["data_fsync"], truth["data_syncs"], "{ctx}");
+            assert_eq!(t["redo_writes"], truth["redo_writes"], "{ctx}");
+            assert_eq!(t["redo_write_bytes"], truth["redo_write_bytes"], "{ctx}");
+            assert_eq!(t["lost_events"], 0, "{ctx}");
+            // The intervals add up to the summary.
+            assert_eq!(interval_sum(&lines, "n_write"), t["n_write"].as_u64().unwrap(), "{ctx}");
+            assert_eq!(interval_sum(&lines, "redo_fsync"), t["redo_fsync"].as_u64().unwrap(), "{ctx}");
+            let source = match v {
+                Variant::Unstripped => ".symtab",
+                Variant::StrippedExported => ".dynsym",
+                Variant::BuildIdDebug => "build-id debug file",
+                Variant::DebugLink => ".gnu_debuglink debug file",
+            };
+            assert_eq!(s["legend"]["n_write_source"], "log_write_up_to", "{ctx}");
+            assert_eq!(s["legend"]["n_write_symbol_from"], source, "{ctx}");
+        }
+    }
+}
+
+/// `--fsync-probe`: `auto` uses a kprobe where the kernel has them and
+/// falls back to tracepoints where it does not (like CI's kernel);
+/// an explicit `kprobe` either works or fails in one line.
+#[test]
+fn fsync_probe_choice_and_fallback() {
+    if needs_root() || (!has_tool("gcc") && testkit::skip("gcc missing: run `cargo xtask setup`")) {
+        return;
+    }
+    let kprobes = Path::new("/sys/bus/event_source/devices/kprobe/type").exists();
+    let dir = tempfile::tempdir().unwrap();
+    let (bin, root) = build(dir.path(), "FLAVOR_MARIADB1011", Variant::Unstripped);
+
+    let (truth, lines) = traced_run(&bin, &root, 1000);
+    let s = summary(&lines);
+    let expected = if kprobes { "kprobe" } else { "tracepoint" };
+    assert_eq!(s["legend"]["fsync_probe"], expected, "{s}");
+    assert_eq!(s["totals"]["redo_fsync"], truth["redo_syncs"], "{s}");
+
+    let mut fx = Command::new(&bin)
+        .arg("10")
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = commitscope()
+        .args(["trace", "--json", "--duration", "0.3", "--fsync-probe", "kprobe", "--pid", &fx.id().to_string()])
+        .output()
+        .unwrap();
+    drop(fx.stdin.take());
+    let _ = fx.wait();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if kprobes {
+        assert!(out.status.success(), "{err}");
+        let last = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().to_string();
+        assert!(last.contains("\"fsync_probe\":\"kprobe\""), "{last}");
+    } else {
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains("--fsync-probe kprobe: the kernel refused the kprobe on do_fsync"), "{err}");
+        assert!(err.contains("use --fsync-probe auto or tracepoint"), "{err}");
+    }
+}
