@@ -20,6 +20,9 @@ pub struct Cli {
 pub enum Command {
     /// Trace a running mysqld/mariadbd: n_write, n_flush and fsyncs per interval.
     Trace(TraceArgs),
+    /// Drive a server with a built-in workload (no tracing).
+    #[command(disable_help_flag = true)]
+    Workload(workload::cli::WorkloadArgs),
 }
 
 #[derive(Debug, Args)]
@@ -52,4 +55,16 @@ pub struct TraceArgs {
     /// How to count fsync/fdatasync: kprobe on do_fsync, or syscall tracepoints.
     #[arg(long, value_enum, default_value_t = FsyncProbe::Auto)]
     pub fsync_probe: FsyncProbe,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// clap's own consistency checks (e.g. `-h` as --host vs help).
+    #[test]
+    fn cli_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
 }

@@ -67,6 +67,9 @@ pub enum Error {
 
     #[error("{0}")]
     Runtime(String),
+
+    #[error(transparent)]
+    Workload(#[from] workload::Error),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

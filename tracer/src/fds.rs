@@ -38,7 +38,7 @@ pub fn classify(path: &str) -> FileClass {
         || name.ends_with(".dblwr")
         || name.starts_with("undo")
         || name.starts_with("ibtmp")
-        || name == "aria_log_control"
+        || name.starts_with("aria_log")
     {
         return FileClass::Data;
     }
@@ -104,5 +104,7 @@ mod tests {
         assert_eq!(classify("/d/undo001"), FileClass::Data);
         assert_eq!(classify("/d/mysql-bin.index"), FileClass::Other);
         assert_eq!(classify("socket:[1234]"), FileClass::Other);
+        // Aria's numbered log is not a binlog.
+        assert_eq!(classify("/d/aria_log.00000001"), FileClass::Data);
     }
 }

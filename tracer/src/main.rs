@@ -9,6 +9,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Trace(args) => commitscope::trace::run(args),
+        Command::Workload(args) => workload::run::run(&args)
+            .map(|_| ())
+            .map_err(commitscope::error::Error::from),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

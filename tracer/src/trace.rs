@@ -35,7 +35,7 @@ pub fn target(args: &TraceArgs) -> Result<Target> {
     };
     let exe = process::exe_of(pid)?;
     let server = args.server_version.as_deref().map(str::parse).transpose()?;
-    if !(args.interval >= 0.01) || !args.interval.is_finite() {
+    if !args.interval.is_finite() || args.interval < 0.01 {
         return Err(Error::BadInterval {
             given: args.interval,
         });

@@ -11,11 +11,17 @@ use common::*;
 fn fails(cmd: &mut Command) -> String {
     let out = cmd.output().expect("run commitscope");
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!out.status.success(), "expected failure, got success: {err}");
+    assert!(
+        !out.status.success(),
+        "expected failure, got success: {err}"
+    );
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
     assert!(err.starts_with("commitscope: error: "), "{err}");
-    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{err}"
+    );
     err
 }
 
@@ -34,7 +40,10 @@ fn mysqld_not_elf() {
         return;
     }
     let err = fails(commitscope().args(["trace", "--mysqld", "/etc/passwd"]));
-    assert!(err.contains("/etc/passwd is not an ELF executable"), "{err}");
+    assert!(
+        err.contains("/etc/passwd is not an ELF executable"),
+        "{err}"
+    );
     assert!(err.contains("pass the server binary"), "{err}");
 }
 
@@ -45,7 +54,10 @@ fn mysqld_not_running() {
     }
     // An ELF that is certainly not running as its own process.
     let err = fails(commitscope().args(["trace", "--mysqld", "/usr/bin/objdump"]));
-    assert!(err.contains("no running process of /usr/bin/objdump"), "{err}");
+    assert!(
+        err.contains("no running process of /usr/bin/objdump"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -57,7 +69,10 @@ fn binary_without_probe_points() {
     let err = fails(commitscope().args(["trace", "--pid", &sleeper.id().to_string()]));
     let _ = sleeper.kill();
     let _ = sleeper.wait();
-    assert!(err.contains("has neither log_write_up_to nor a server-layer commit function"), "{err}");
+    assert!(
+        err.contains("has neither log_write_up_to nor a server-layer commit function"),
+        "{err}"
+    );
     assert!(err.contains("ha_commit_one_phase"), "{err}");
 }
 
@@ -93,5 +108,8 @@ fn not_root() {
             .args(["trace", "--pid", "1"])
             .stdin(Stdio::null()),
     );
-    assert!(err.contains("needs root to load eBPF programs: run it with sudo"), "{err}");
+    assert!(
+        err.contains("needs root to load eBPF programs: run it with sudo"),
+        "{err}"
+    );
 }

@@ -33,7 +33,14 @@ impl Tracer {
     /// Starts tracing `pid` and waits until the probes are attached.
     pub fn start(pid: u32, extra: &[&str]) -> Tracer {
         let mut child = commitscope()
-            .args(["trace", "--json", "--interval", "0.2", "--pid", &pid.to_string()])
+            .args([
+                "trace",
+                "--json",
+                "--interval",
+                "0.2",
+                "--pid",
+                &pid.to_string(),
+            ])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -73,7 +80,11 @@ impl Tracer {
                     if let Ok(Some(st)) = t.child.try_wait() {
                         panic!("commitscope exited early ({st}): {:?}", t.stderr_lines);
                     }
-                    assert!(Instant::now() < deadline, "commitscope did not attach: {:?}", t.stderr_lines);
+                    assert!(
+                        Instant::now() < deadline,
+                        "commitscope did not attach: {:?}",
+                        t.stderr_lines
+                    );
                 }
             }
         }
@@ -95,7 +106,11 @@ impl Tracer {
         };
         std::thread::sleep(Duration::from_millis(100));
         self.stderr_lines.extend(self.stderr.try_iter());
-        assert!(status.success(), "commitscope failed ({status}): {:?}", self.stderr_lines);
+        assert!(
+            status.success(),
+            "commitscope failed ({status}): {:?}",
+            self.stderr_lines
+        );
         self.stdout
             .try_iter()
             .map(|l| serde_json::from_str(&l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
@@ -122,7 +137,11 @@ pub fn interval_sum(lines: &[Value], field: &str) -> u64 {
 /// Runs a command and panics with its stderr on failure.
 pub fn run(cmd: &mut Command) {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 pub fn has_tool(name: &str) -> bool {

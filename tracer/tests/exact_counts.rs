@@ -40,7 +40,12 @@ fn build(dir: &Path, flavor: &str, v: Variant) -> (PathBuf, PathBuf) {
     let debug_root = dir.join(format!("debugroot_{flavor}_{v:?}"));
     std::fs::create_dir_all(&debug_root).unwrap();
     let mut gcc = Command::new("gcc");
-    gcc.args(["-O2", "-Wall", "-Wl,--build-id=sha1", &format!("-D{flavor}")]);
+    gcc.args([
+        "-O2",
+        "-Wall",
+        "-Wl,--build-id=sha1",
+        &format!("-D{flavor}"),
+    ]);
     if matches!(v, Variant::StrippedExported) {
         gcc.arg("-rdynamic");
     }
@@ -50,19 +55,31 @@ fn build(dir: &Path, flavor: &str, v: Variant) -> (PathBuf, PathBuf) {
         Variant::Unstripped => {}
         Variant::StrippedExported => run(Command::new("strip").arg("--strip-all").arg(&bin)),
         Variant::BuildIdDebug => {
-            run(Command::new("objcopy").arg("--only-keep-debug").arg(&bin).arg(&debug));
+            run(Command::new("objcopy")
+                .arg("--only-keep-debug")
+                .arg(&bin)
+                .arg(&debug));
             run(Command::new("strip").arg("--strip-all").arg(&bin));
             let data = std::fs::read(&bin).unwrap();
-            let id = object::File::parse(&*data).unwrap().build_id().unwrap().expect("build-id");
+            let id = object::File::parse(&*data)
+                .unwrap()
+                .build_id()
+                .unwrap()
+                .expect("build-id");
             let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
             let target = debug_root.join(".build-id").join(&hex[..2]);
             std::fs::create_dir_all(&target).unwrap();
             std::fs::rename(&debug, target.join(format!("{}.debug", &hex[2..]))).unwrap();
         }
         Variant::DebugLink => {
-            run(Command::new("objcopy").arg("--only-keep-debug").arg(&bin).arg(&debug));
+            run(Command::new("objcopy")
+                .arg("--only-keep-debug")
+                .arg(&bin)
+                .arg(&debug));
             run(Command::new("strip").arg("--strip-all").arg(&bin));
-            run(Command::new("objcopy").arg(format!("--add-gnu-debuglink={}", debug.display())).arg(&bin));
+            run(Command::new("objcopy")
+                .arg(format!("--add-gnu-debuglink={}", debug.display()))
+                .arg(&bin));
             let sub = dir.join(".debug");
             std::fs::create_dir_all(&sub).unwrap();
             std::fs::rename(&debug, sub.join(file_name(&debug))).unwrap();
@@ -89,7 +106,9 @@ fn traced_run(bin: &Path, debug_root: &Path, calls: u32) -> (Value, Vec<Value>) 
     let tracer = Tracer::start(fx.id(), &["--debug-dir", debug_root.to_str().unwrap()]);
     writeln!(fx.stdin.take().unwrap(), "go").unwrap();
     let mut line = String::new();
-    BufReader::new(fx.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(fx.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     assert!(fx.wait().unwrap().success());
     let truth: Value = serde_json::from_str(&line).expect("fixture JSON");
     // The tracer ends by itself when the traced process exits.
@@ -122,16 +141,29 @@ fn exact_counts_for_every_flavor_and_symbol_source() {
             assert_eq!(t["flush_calls"], truth["flushes"], "{ctx}");
             assert_eq!(t["redo_fsync"], truth["redo_syncs"], "{ctx}");
             assert_eq!(t["redo_fsync_in_flush"], truth["flushes"], "{ctx}");
-            let outside = t["redo_fsync"].as_u64().unwrap() - t["redo_fsync_in_flush"].as_u64().unwrap();
-            assert_eq!(Some(outside), truth["redo_syncs_outside_flush"].as_u64(), "{ctx}");
+            let outside =
+                t["redo_fsync"].as_u64().unwrap() - t["redo_fsync_in_flush"].as_u64().unwrap();
+            assert_eq!(
+                Some(outside),
+                truth["redo_syncs_outside_flush"].as_u64(),
+                "{ctx}"
+            );
             assert_eq!(t["binlog_fsync"], truth["binlog_syncs"], "{ctx}");
             assert_eq!(t["data_fsync"], truth["data_syncs"], "{ctx}");
             assert_eq!(t["redo_writes"], truth["redo_writes"], "{ctx}");
             assert_eq!(t["redo_write_bytes"], truth["redo_write_bytes"], "{ctx}");
             assert_eq!(t["lost_events"], 0, "{ctx}");
             // The intervals add up to the summary.
-            assert_eq!(interval_sum(&lines, "n_write"), t["n_write"].as_u64().unwrap(), "{ctx}");
-            assert_eq!(interval_sum(&lines, "redo_fsync"), t["redo_fsync"].as_u64().unwrap(), "{ctx}");
+            assert_eq!(
+                interval_sum(&lines, "n_write"),
+                t["n_write"].as_u64().unwrap(),
+                "{ctx}"
+            );
+            assert_eq!(
+                interval_sum(&lines, "redo_fsync"),
+                t["redo_fsync"].as_u64().unwrap(),
+                "{ctx}"
+            );
             let source = match v {
                 Variant::Unstripped => ".symtab",
                 Variant::StrippedExported => ".dynsym",
@@ -170,7 +202,16 @@ fn fsync_probe_choice_and_fallback() {
         .spawn()
         .unwrap();
     let out = commitscope()
-        .args(["trace", "--json", "--duration", "0.3", "--fsync-probe", "kprobe", "--pid", &fx.id().to_string()])
+        .args([
+            "trace",
+            "--json",
+            "--duration",
+            "0.3",
+            "--fsync-probe",
+            "kprobe",
+            "--pid",
+            &fx.id().to_string(),
+        ])
         .output()
         .unwrap();
     drop(fx.stdin.take());
@@ -178,12 +219,22 @@ fn fsync_probe_choice_and_fallback() {
     let err = String::from_utf8_lossy(&out.stderr);
     if kprobes {
         assert!(out.status.success(), "{err}");
-        let last = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().to_string();
+        let last = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .to_string();
         assert!(last.contains("\"fsync_probe\":\"kprobe\""), "{last}");
     } else {
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-        assert!(err.contains("--fsync-probe kprobe: the kernel refused the kprobe on do_fsync"), "{err}");
-        assert!(err.contains("use --fsync-probe auto or tracepoint"), "{err}");
+        assert!(
+            err.contains("--fsync-probe kprobe: the kernel refused the kprobe on do_fsync"),
+            "{err}"
+        );
+        assert!(
+            err.contains("use --fsync-probe auto or tracepoint"),
+            "{err}"
+        );
     }
 }

@@ -35,7 +35,9 @@ fn debian_stripped_mariadbd_falls_back_to_server_layer() {
         testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
         return;
     };
-    let Some(server) = start(&bin, None) else { return };
+    let Some(server) = start(&bin, None) else {
+        return;
+    };
     prepare(&server);
     let tracer = Tracer::start(server.pid(), &["-v"]);
     let fsyncs_before = server.status("Innodb_data_fsyncs");
@@ -52,9 +54,15 @@ fn debian_stripped_mariadbd_falls_back_to_server_layer() {
         bin.display()
     );
     assert!(stderr.contains(&fallback), "{ctx}");
-    assert_eq!(s["legend"]["n_write_source"], "ha_commit_one_phase", "{ctx}");
+    assert_eq!(
+        s["legend"]["n_write_source"], "ha_commit_one_phase",
+        "{ctx}"
+    );
     assert!(s["legend"]["fallback"].is_string(), "{ctx}");
-    assert!(t["durable"].is_null(), "durable must not be claimed in fallback: {ctx}");
+    assert!(
+        t["durable"].is_null(),
+        "durable must not be claimed in fallback: {ctx}"
+    );
     assert_eq!(s["end"], "interrupted", "{ctx}");
     // Every autocommit UPDATE commits once through ha_commit_one_phase.
     assert_eq!(t["n_write"].as_u64(), Some(commits), "{ctx}");
@@ -74,8 +82,16 @@ fn debian_stripped_mariadbd_falls_back_to_server_layer() {
         "ours {ours} (redo {redo} + data {data}) vs Innodb_data_fsyncs delta {server_delta}: {ctx}"
     );
     // The verbose lines say what was attached and that fsync fell back or not.
-    assert!(stderr.iter().any(|l| l.contains("write uprobe") && l.contains("ha_commit_one_phase")), "{ctx}");
-    assert!(stderr.iter().any(|l| l.contains("commitscope: fsync:")), "{ctx}");
+    assert!(
+        stderr
+            .iter()
+            .any(|l| l.contains("write uprobe") && l.contains("ha_commit_one_phase")),
+        "{ctx}"
+    );
+    assert!(
+        stderr.iter().any(|l| l.contains("commitscope: fsync:")),
+        "{ctx}"
+    );
 }
 
 #[test]
@@ -91,7 +107,9 @@ fn symbolized_mariadbd_counts_exact_writes_and_flushes() {
         return;
     };
     prepare(&server);
-    let tracer = Tracer::start(server.pid(), &[]);
+    // By binary path: the one running process of that executable.
+    let exe = fix.join("bin/mariadbd");
+    let tracer = Tracer::start_with(&["--mysqld", exe.to_str().unwrap()]);
     let commits = server.drive_updates("cs_test", CLIENTS, PER_CLIENT);
     // Let the server go idle so no flush straddles the final read.
     std::thread::sleep(std::time::Duration::from_millis(300));
@@ -102,6 +120,7 @@ fn symbolized_mariadbd_counts_exact_writes_and_flushes() {
     let ctx = format!("stderr {stderr:?} summary {s}");
 
     assert!(!stderr.iter().any(|l| l.contains("not found")), "{ctx}");
+    assert_eq!(s["legend"]["pid"], server.pid(), "{ctx}");
     assert_eq!(s["legend"]["profile"], "mariadb-10.8+", "{ctx}");
     assert_eq!(s["legend"]["server"], "MariaDB 10.11.18", "{ctx}");
     assert_eq!(s["legend"]["n_write_source"], "log_write_up_to", "{ctx}");
@@ -109,15 +128,24 @@ fn symbolized_mariadbd_counts_exact_writes_and_flushes() {
     let durable = t["durable"].as_u64().unwrap();
     // 10.11 may skip log_write_up_to when already flushed far enough
     // (STUDY.md §3), but every durable commit here had to wait: >=.
-    assert!(durable >= commits, "durable {durable} < commits {commits}: {ctx}");
+    assert!(
+        durable >= commits,
+        "durable {durable} < commits {commits}: {ctx}"
+    );
     let n_flush = t["n_flush"].as_u64().unwrap();
     assert!(n_flush > 0 && n_flush < durable, "{ctx}");
     // Every log_t::flush issues exactly one redo fdatasync; the kernel
     // sees them all. Other redo syncs (checkpoint header writes call
     // log_t::file::flush directly) are counted apart.
-    assert_eq!(t["n_flush"], t["redo_fsync_in_flush"], "log_t::flush calls vs kernel redo fdatasyncs inside it: {ctx}");
+    assert_eq!(
+        t["n_flush"], t["redo_fsync_in_flush"],
+        "log_t::flush calls vs kernel redo fdatasyncs inside it: {ctx}"
+    );
     let outside = t["redo_fsync"].as_u64().unwrap() - n_flush;
-    assert!(outside <= 3, "redo syncs outside log_t::flush in a few seconds: {ctx}");
+    assert!(
+        outside <= 3,
+        "redo syncs outside log_t::flush in a few seconds: {ctx}"
+    );
     // Group commit happened: more than one commit per flush with 8 clients.
     assert!(t["write_per_flush"].as_f64().unwrap() > 1.0, "{ctx}");
 }

@@ -1,1 +1,15 @@
+//! commitscope's built-in workloads: the group-commit study's scenarios on
+//! mysql_async, with per-interval statistics. Knows nothing of eBPF: the
+//! tracer lines its probe counts up with [`engine::Sampler::sample`] ticks.
+pub mod cli;
+pub mod conn;
+pub mod engine;
+pub mod error;
+pub mod mycnf;
+pub mod report;
+pub mod run;
+pub mod scenario;
+pub mod schema;
+pub mod stats;
 
+pub use error::{Error, Result};

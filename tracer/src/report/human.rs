@@ -85,7 +85,7 @@ impl<W: Write> Sink for Human<W> {
     }
 
     fn interval(&mut self, at: SystemTime, i: &Interval) {
-        if self.lines % 20 == 0 {
+        if self.lines.is_multiple_of(20) {
             self.header();
         }
         self.lines += 1;

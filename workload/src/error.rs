@@ -1,0 +1,43 @@
+//! Workload failures, each rendered as one line that says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot connect to the server at {target}: {detail}; is the server running? (check --socket, --host/--port or --dsn)")]
+    Unreachable { target: String, detail: String },
+
+    #[error("unknown host {host:?}: {detail}; check --host or --dsn")]
+    UnknownHost { host: String, detail: String },
+
+    #[error("access denied for user {user:?} ({detail}): check --user/--password, MYSQL_PWD or ~/.my.cnf")]
+    AccessDenied { user: String, detail: String },
+
+    #[error("missing privileges: {detail}; grant CREATE, DROP, INSERT, UPDATE, SELECT on the workload database")]
+    Privileges { detail: String },
+
+    #[error("database `{database}` exists but was not created by commitscope (no `_commitscope` marker table): refusing to touch it; pick another name with --database")]
+    Unmarked { database: String },
+
+    #[error("invalid {what}: {detail}")]
+    BadInput { what: &'static str, detail: String },
+
+    #[error("cannot read {path}: {detail}")]
+    Config { path: String, detail: String },
+
+    #[error("{context}: {source}")]
+    Sql {
+        context: String,
+        source: mysql_async::Error,
+    },
+
+    #[error("{0}")]
+    Runtime(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// The server error code of a mysql_async error, if it is one.
+pub fn server_code(e: &mysql_async::Error) -> Option<u16> {
+    match e {
+        mysql_async::Error::Server(s) => Some(s.code),
+        _ => None,
+    }
+}

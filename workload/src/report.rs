@@ -1,0 +1,116 @@
+//! Printing samples and the summary: a sysbench-like table or JSON lines.
+use std::io::Write;
+
+use crate::stats::{IntervalSample, Summary};
+
+fn ms(us: u64) -> String {
+    format!("{:.3}", us as f64 / 1000.0)
+}
+
+pub struct Printer<W: Write> {
+    out: W,
+    json: bool,
+    lines: u64,
+}
+
+impl<W: Write> Printer<W> {
+    pub fn new(out: W, json: bool) -> Self {
+        Self {
+            out,
+            json,
+            lines: 0,
+        }
+    }
+
+    pub fn sample(&mut self, s: &IntervalSample) {
+        if self.json {
+            let mut v = serde_json::to_value(s).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("type".into(), "interval".into());
+            }
+            let _ = writeln!(self.out, "{v}");
+        } else {
+            if self.lines.is_multiple_of(20) {
+                let _ = writeln!(
+                    self.out,
+                    "{:>8}  {:>8}  {:>10}  {:>8}  {:>8}  {:>8}  {:>9}  {:>6}  {:>7}",
+                    "time_s",
+                    "txns",
+                    "tps",
+                    "p50_ms",
+                    "p95_ms",
+                    "p99_ms",
+                    "max_ms",
+                    "errors",
+                    "retries"
+                );
+            }
+            self.lines += 1;
+            let _ = writeln!(
+                self.out,
+                "{:>8.1}  {:>8}  {:>10.1}  {:>8}  {:>8}  {:>8}  {:>9}  {:>6}  {:>7}{}",
+                s.elapsed_s,
+                s.txns,
+                s.tps,
+                ms(s.latency.p50_us),
+                ms(s.latency.p95_us),
+                ms(s.latency.p99_us),
+                ms(s.latency.max_us),
+                s.errors,
+                s.retries,
+                if s.warmup { "  (warmup)" } else { "" }
+            );
+        }
+        let _ = self.out.flush();
+    }
+
+    pub fn summary(&mut self, s: &Summary) {
+        if self.json {
+            let mut v = serde_json::to_value(s).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("type".into(), "summary".into());
+            }
+            let _ = writeln!(self.out, "{v}");
+        } else {
+            let o = &mut self.out;
+            let _ = writeln!(
+                o,
+                "\n== workload {}: {} threads, {:.1} s measured (warmup {:.1} s excluded) ==",
+                s.scenario, s.threads, s.measured_s, s.warmup_s
+            );
+            let _ = writeln!(
+                o,
+                "transactions   {} measured ({} total)  {:.1} tps  stddev {:.1} tps over {} intervals",
+                s.txns, s.total_txns, s.mean_tps, s.tps_stddev, s.intervals
+            );
+            let _ = writeln!(
+                o,
+                "latency (ms)   p50 {}  p95 {}  p99 {}  max {}",
+                ms(s.latency.p50_us),
+                ms(s.latency.p95_us),
+                ms(s.latency.p99_us),
+                ms(s.latency.max_us)
+            );
+            let codes: Vec<String> = s
+                .errors_by_code
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect();
+            let _ = writeln!(
+                o,
+                "errors         {}{}  retries {}",
+                s.errors,
+                if codes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", codes.join(", "))
+                },
+                s.retries
+            );
+            if let (Some(rows), Some(secs)) = (s.rows_done, s.rows_elapsed_s) {
+                let _ = writeln!(o, "{rows} rows in {secs:.2} s");
+            }
+        }
+        let _ = self.out.flush();
+    }
+}

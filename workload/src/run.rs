@@ -1,0 +1,117 @@
+//! The standalone `commitscope workload` command: prepare, drive, print
+//! one line per interval, summarise. Owns its clock; the tracer will own
+//! the clock instead when it joins probe counts to these samples.
+use std::time::Duration;
+
+use crate::{
+    cli::WorkloadArgs,
+    conn,
+    engine::{Config, Engine},
+    error::{Error, Result},
+    report::Printer,
+    scenario::Scenario,
+    schema,
+    stats::Summary,
+};
+
+fn seconds(what: &'static str, v: f64, min: f64) -> Result<Duration> {
+    if !v.is_finite() || v < min {
+        return Err(Error::BadInput {
+            what,
+            detail: format!("{v}: expected a number of seconds >= {min}"),
+        });
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+/// Validates the flags and resolves the connection: no I/O yet.
+pub fn config(args: &WorkloadArgs) -> Result<(Config, Duration, Option<Duration>)> {
+    schema::check_name(&args.database)?;
+    if args.threads == 0 || args.threads > 10_000 {
+        return Err(Error::BadInput {
+            what: "--threads",
+            detail: format!("{}: expected 1..=10000", args.threads),
+        });
+    }
+    if args.total_rows.is_some() && args.workload != Scenario::Insert {
+        return Err(Error::BadInput {
+            what: "--total-rows",
+            detail: "only applies to --workload insert".into(),
+        });
+    }
+    let interval = seconds("--interval", args.interval, 0.01)?;
+    let warmup = seconds("--warmup", args.warmup, 0.0)?;
+    let duration = args
+        .duration
+        .map(|d| seconds("--duration", d, 0.01))
+        .transpose()?;
+    let cfg = Config {
+        endpoint: args.conn.resolve()?,
+        database: args.database.clone(),
+        scenario: args.workload,
+        threads: args.threads,
+        rows_per_thread: args.rows_per_thread.max(1),
+        total_rows: args.total_rows,
+        warmup,
+    };
+    Ok((cfg, interval, duration))
+}
+
+/// Creates/reuses the marked database and the scenario's table.
+pub async fn prepare(cfg: &Config, reset: bool) -> Result<()> {
+    let mut c = conn::connect(&cfg.endpoint, None).await?;
+    let rows = schema::rows_needed(cfg.threads, cfg.rows_per_thread);
+    schema::prepare(&mut c, &cfg.database, cfg.scenario, rows, reset).await?;
+    let _ = c.disconnect().await;
+    Ok(())
+}
+
+async fn drive(args: &WorkloadArgs) -> Result<Summary> {
+    let (cfg, interval, duration) = config(args)?;
+    prepare(&cfg, args.reset).await?;
+    let mut out = Printer::new(std::io::stdout(), args.json);
+    let mut engine = Engine::start(cfg).await?;
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let deadline = async {
+        match duration {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(deadline);
+    // --total-rows ends the workers by themselves: notice within 20 ms.
+    let mut done_poll = tokio::time::interval(Duration::from_millis(20));
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| Error::Runtime(format!("cannot install the SIGTERM handler: {e}")))?;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                out.sample(&engine.sample()?);
+                if engine.finished() { break; }
+            }
+            _ = done_poll.tick(), if args.total_rows.is_some() => {
+                if engine.finished() { break; }
+            }
+            _ = &mut deadline => break,
+            _ = tokio::signal::ctrl_c() => break,
+            _ = term.recv() => break,
+        }
+    }
+    let (last, summary) = engine.stop().await?;
+    if last.txns > 0 || last.errors > 0 {
+        out.sample(&last);
+    }
+    out.summary(&summary);
+    Ok(summary)
+}
+
+/// Entry point: runs on a single-threaded runtime (the client must never
+/// be the bottleneck, and one core of async I/O drives 100 connections).
+pub fn run(args: &WorkloadArgs) -> Result<Summary> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Runtime(format!("cannot start the async runtime: {e}")))?;
+    rt.block_on(drive(args))
+}

@@ -1,0 +1,114 @@
+//! Per-interval samples and the run summary, from hdrhistogram latencies
+//! (microsecond resolution, 3 significant figures).
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+
+/// A latency histogram in microseconds, up to an hour.
+pub fn new_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
+}
+
+/// Latency percentiles in microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Latency {
+    pub p50_us: u64,
+    pub p95_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+}
+
+impl Latency {
+    pub fn of(h: &Histogram<u64>) -> Latency {
+        if h.is_empty() {
+            return Latency::default();
+        }
+        Latency {
+            p50_us: h.value_at_quantile(0.50),
+            p95_us: h.value_at_quantile(0.95),
+            p99_us: h.value_at_quantile(0.99),
+            max_us: h.max(),
+        }
+    }
+}
+
+/// One tick of the workload.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct IntervalSample {
+    /// 1-based tick number.
+    pub tick: u64,
+    /// Seconds since the workload started, at the end of the interval.
+    pub elapsed_s: f64,
+    pub interval_s: f64,
+    /// True for ticks inside `--warmup` (excluded from the summary).
+    pub warmup: bool,
+    /// Transactions committed in the interval.
+    pub txns: u64,
+    pub tps: f64,
+    pub latency: Latency,
+    /// Failed transactions (not retried), by error code.
+    pub errors: u64,
+    /// Deadlock / lock-wait-timeout retries.
+    pub retries: u64,
+}
+
+/// The end-of-run record over the measured (post-warmup) window.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Summary {
+    pub scenario: String,
+    pub threads: u32,
+    pub measured_s: f64,
+    pub warmup_s: f64,
+    /// All transactions, warmup included.
+    pub total_txns: u64,
+    /// Transactions in the measured window.
+    pub txns: u64,
+    pub mean_tps: f64,
+    /// Standard deviation of per-interval tps (measured intervals).
+    pub tps_stddev: f64,
+    pub intervals: u64,
+    pub latency: Latency,
+    pub errors: u64,
+    pub retries: u64,
+    /// Errors by code ("1213", "io", ...), whole run.
+    pub errors_by_code: BTreeMap<String, u64>,
+    /// For `--total-rows`: rows inserted and the wall time it took.
+    pub rows_done: Option<u64>,
+    pub rows_elapsed_s: Option<f64>,
+}
+
+/// Mean and population standard deviation.
+pub fn mean_stddev(xs: &[f64]) -> (f64, f64) {
+    if xs.is_empty() {
+        return (0.0, 0.0);
+    }
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+    (mean, var.sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_monotone() {
+        let mut h = new_hist();
+        for v in 1..=10_000u64 {
+            h.record(v * 7 % 9973 + 1).unwrap();
+        }
+        let l = Latency::of(&h);
+        assert!(
+            l.p50_us <= l.p95_us && l.p95_us <= l.p99_us && l.p99_us <= l.max_us,
+            "{l:?}"
+        );
+        assert_eq!(Latency::of(&new_hist()), Latency::default());
+    }
+
+    #[test]
+    fn stddev() {
+        let (m, s) = mean_stddev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        assert_eq!((m, s), (5.0, 2.0));
+    }
+}

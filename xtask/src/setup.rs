@@ -1,0 +1,172 @@
+//! `cargo xtask setup`: makes a fresh Debian machine ready, idempotently.
+//! Each step checks first, so a ready machine returns in about a second.
+use std::{path::Path, process::Command};
+
+use anyhow::{bail, Context};
+
+use crate::util::{output, status, succeeds};
+
+/// Debian packages: the servers the tests start, the client they query
+/// with, gcc/binutils for the C fixture, setpriv for the not-root test,
+/// sysbench as the benchmark peer.
+const APT: &[&str] = &[
+    "mariadb-server",
+    "mariadb-client",
+    "gcc",
+    "libc6-dev",
+    "binutils",
+    "util-linux",
+    "sysbench",
+];
+
+/// bpf-linker release known to build against nightly's LLVM here.
+const BPF_LINKER_VERSION: &str = "0.13.0";
+
+pub fn run() -> anyhow::Result<()> {
+    apt()?;
+    nightly()?;
+    bpf_linker()?;
+    tracefs()?;
+    Ok(())
+}
+
+fn installed(pkg: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", pkg])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+}
+
+fn is_root() -> bool {
+    output(Command::new("id").arg("-u")).is_ok_and(|s| s.trim() == "0")
+}
+
+fn apt() -> anyhow::Result<()> {
+    let missing: Vec<&str> = APT.iter().copied().filter(|p| !installed(p)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if !is_root() {
+        bail!(
+            "missing Debian packages {}: run `sudo cargo xtask setup`",
+            missing.join(" ")
+        );
+    }
+    eprintln!("xtask: installing {}", missing.join(" "));
+    status(Command::new("apt-get").args(["update", "-q"]))?;
+    status(
+        Command::new("apt-get")
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .args(["install", "-y", "-q", "--no-install-recommends"])
+            .args(&missing),
+    )
+}
+
+fn nightly() -> anyhow::Result<()> {
+    let toolchains = output(Command::new("rustup").args(["toolchain", "list"]))?;
+    if !toolchains.lines().any(|l| l.starts_with("nightly")) {
+        eprintln!("xtask: installing the nightly toolchain (eBPF builds need -Z build-std)");
+        status(Command::new("rustup").args([
+            "toolchain",
+            "install",
+            "nightly",
+            "--profile",
+            "minimal",
+        ]))?;
+    }
+    let comps = output(Command::new("rustup").args([
+        "component",
+        "list",
+        "--toolchain",
+        "nightly",
+        "--installed",
+    ]))?;
+    if !comps.lines().any(|l| l.starts_with("rust-src")) {
+        eprintln!("xtask: adding rust-src to nightly");
+        status(Command::new("rustup").args([
+            "component",
+            "add",
+            "rust-src",
+            "--toolchain",
+            "nightly",
+        ]))?;
+    }
+    Ok(())
+}
+
+/// The LLVM major version of the nightly compiler (bpf-linker must match).
+fn nightly_llvm_major() -> anyhow::Result<String> {
+    let v =
+        output(Command::new("rustup").args(["run", "nightly", "rustc", "--version", "--verbose"]))?;
+    let line = v
+        .lines()
+        .find_map(|l| l.strip_prefix("LLVM version: "))
+        .context("nightly rustc does not report its LLVM version")?;
+    Ok(line.split('.').next().unwrap_or(line).trim().to_string())
+}
+
+fn bpf_linker() -> anyhow::Result<()> {
+    if succeeds(Command::new("bpf-linker").arg("--version")) {
+        return Ok(());
+    }
+    // A plain `cargo install bpf-linker` finds Debian's LLVM 14 and fails:
+    // link it against the libLLVM shipped inside the nightly toolchain.
+    let major = nightly_llvm_major()?;
+    let sysroot =
+        output(Command::new("rustup").args(["run", "nightly", "rustc", "--print", "sysroot"]))?;
+    let lib = Path::new(sysroot.trim()).join("lib");
+    let home = std::env::var("HOME").context("HOME is not set")?;
+    let prefix = Path::new(&home).join(".cache/commitscope/llvm");
+    let plib = prefix.join("lib");
+    std::fs::create_dir_all(&plib)?;
+    let mut first = None;
+    for e in std::fs::read_dir(&lib)? {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("libLLVM.so.") || name.starts_with("libLLVM-") {
+            let link = plib.join(&name);
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(e.path(), &link)?;
+            if name.starts_with("libLLVM.so.") {
+                first.get_or_insert(e.path());
+            }
+        }
+    }
+    let Some(target) = first else {
+        bail!(
+            "no libLLVM.so.* in {}: reinstall the nightly toolchain",
+            lib.display()
+        );
+    };
+    let so = plib.join("libLLVM.so");
+    let _ = std::fs::remove_file(&so);
+    std::os::unix::fs::symlink(target, &so)?;
+    eprintln!("xtask: building bpf-linker {BPF_LINKER_VERSION} against nightly's LLVM {major} (2-3 minutes, once)");
+    status(
+        Command::new("cargo")
+            .env("LLVM_PREFIX", &prefix)
+            .args([
+                "install",
+                "bpf-linker",
+                "--locked",
+                "--version",
+                BPF_LINKER_VERSION,
+            ])
+            .args([
+                "--no-default-features",
+                "--features",
+                &format!("llvm-{major}"),
+            ]),
+    )?;
+    if !succeeds(Command::new("bpf-linker").arg("--version")) {
+        bail!("bpf-linker installed but does not run: is ~/.cargo/bin on PATH?");
+    }
+    Ok(())
+}
+
+fn tracefs() -> anyhow::Result<()> {
+    if Path::new("/sys/kernel/tracing/events").is_dir() || !is_root() {
+        return Ok(());
+    }
+    status(Command::new("mount").args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"]))
+}
