@@ -32,16 +32,18 @@ pub struct Tracer {
 impl Tracer {
     /// Starts tracing `pid` and waits until the probes are attached.
     pub fn start(pid: u32, extra: &[&str]) -> Tracer {
+        let pid = pid.to_string();
+        let mut args = vec!["--pid", pid.as_str()];
+        args.extend_from_slice(extra);
+        Self::start_with(&args)
+    }
+
+    /// Starts `commitscope trace --json --interval 0.2 ARGS` and waits
+    /// until the probes are attached.
+    pub fn start_with(args: &[&str]) -> Tracer {
         let mut child = commitscope()
-            .args([
-                "trace",
-                "--json",
-                "--interval",
-                "0.2",
-                "--pid",
-                &pid.to_string(),
-            ])
-            .args(extra)
+            .args(["trace", "--json", "--interval", "0.2"])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
