@@ -78,7 +78,12 @@ impl Server {
             .tempdir()
             .map_err(|e| StartError(format!("tempdir: {e}")))?;
         let data = dir.path().join("data");
+        // A private tmpdir: concurrent bootstraps in a shared /tmp collide
+        // on their temporary table names.
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir_all(&tmp).map_err(|e| StartError(format!("tmpdir: {e}")))?;
         let install = Command::new("mariadb-install-db")
+            .env("TMPDIR", &tmp)
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
             .args([
@@ -104,6 +109,7 @@ impl Server {
             .arg(format!("--socket={}", socket.display()))
             .arg(format!("--pid-file={}", dir.path().join("pid").display()))
             .arg(format!("--log-error={}", log.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .args(["--skip-networking", "--innodb-buffer-pool-size=256M"]);
         if is_root() {
             cmd.arg("--user=root");
