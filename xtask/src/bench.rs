@@ -21,11 +21,29 @@ pub enum Which {
         #[arg(long, default_value_t = 5)]
         pairs: u32,
     },
+    /// The `update` workload vs sysbench oltp_update_non_index: tps and
+    /// client CPU per 1,000 transactions, alternating A/B pairs.
+    Workload {
+        #[arg(long, value_delimiter = ',', default_value = "1,8,50,100")]
+        threads: Vec<u32>,
+        #[arg(long, default_value_t = 3)]
+        pairs: u32,
+        #[arg(long, default_value_t = 20)]
+        seconds: u32,
+        #[arg(long, default_value_t = 10_000)]
+        rows: u32,
+    },
 }
 
 pub fn run(which: Which) -> anyhow::Result<()> {
     match which {
         Which::Uprobe { calls, pairs } => uprobe(calls, pairs),
+        Which::Workload {
+            threads,
+            pairs,
+            seconds,
+            rows,
+        } => workload(&threads, pairs, seconds, rows),
     }
 }
 
@@ -117,4 +135,145 @@ fn tempfile_dir() -> anyhow::Result<PathBuf> {
     let d = std::env::temp_dir().join(format!("commitscope-bench-{}", std::process::id()));
     std::fs::create_dir_all(&d)?;
     Ok(d)
+}
+
+/// Client CPU seconds (user + system) of reaped children so far.
+fn children_cpu_s() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// One measured run: (tps, client CPU seconds, transactions).
+struct Run {
+    tps: f64,
+    cpu_s: f64,
+    txns: f64,
+}
+
+impl Run {
+    fn cpu_ms_per_1k(&self) -> f64 {
+        if self.txns > 0.0 {
+            self.cpu_s * 1e6 / self.txns
+        } else {
+            f64::NAN
+        }
+    }
+}
+
+fn measured(cmd: &mut Command, parse: impl Fn(&str) -> Option<(f64, f64)>) -> anyhow::Result<Run> {
+    let cpu0 = children_cpu_s();
+    let out = cmd.stderr(Stdio::inherit()).output()?;
+    let cpu_s = children_cpu_s() - cpu0;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        bail!("{cmd:?} failed ({}): {text}", out.status);
+    }
+    let (tps, txns) =
+        parse(&text).with_context(|| format!("cannot parse the output of {cmd:?}: {text}"))?;
+    Ok(Run { tps, cpu_s, txns })
+}
+
+/// sysbench: "    transactions:  123456 (6172.80 per sec.)"
+fn parse_sysbench(text: &str) -> Option<(f64, f64)> {
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("transactions:"))?;
+    let mut it = line.split_whitespace();
+    let txns: f64 = it.nth(1)?.parse().ok()?;
+    let tps: f64 = it.next()?.trim_start_matches('(').parse().ok()?;
+    Some((tps, txns))
+}
+
+/// commitscope workload --json: the last line is the summary.
+fn parse_ours(text: &str) -> Option<(f64, f64)> {
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("\"type\":\"summary\""))?;
+    let field = |name: &str| -> Option<f64> {
+        let rest = last.split(&format!("\"{name}\":")).nth(1)?;
+        rest.split([',', '}']).next()?.parse().ok()
+    };
+    Some((field("mean_tps")?, field("total_txns")?))
+}
+
+pub fn workload(threads: &[u32], pairs: u32, seconds: u32, rows: u32) -> anyhow::Result<()> {
+    let cs = commitscope_release()?;
+    let bin = testkit::system_mariadbd().context("no /usr/sbin/mariadbd (mariadb-server)")?;
+    eprintln!("bench: starting a throwaway {}", bin.display());
+    let server = testkit::Server::start(&bin, None, &[]).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let sock = server.socket.display().to_string();
+    server
+        .query("CREATE DATABASE sbtest")
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let sb = |t: u32, mode: &str| {
+        let mut c = Command::new("sysbench");
+        c.arg("oltp_update_non_index")
+            .arg(format!("--mysql-socket={sock}"))
+            .args(["--mysql-user=root", "--mysql-db=sbtest", "--tables=1"])
+            .arg(format!("--table-size={rows}"))
+            .arg(format!("--threads={t}"))
+            .arg(format!("--time={seconds}"))
+            .arg("--report-interval=0")
+            .arg(mode);
+        c
+    };
+    status(&mut sb(1, "prepare").stdout(Stdio::null()))?;
+    let ours = |t: u32| {
+        let mut c = Command::new(&cs);
+        c.args([
+            "workload",
+            "--json",
+            "--socket",
+            &sock,
+            "--user",
+            "root",
+            "--defaults-file",
+            "/dev/null",
+        ])
+        .args(["--database", "cs_bench", "--threads", &t.to_string()])
+        .args(["--rows-per-thread", &(rows / t).max(1).to_string()])
+        .args(["--duration", &seconds.to_string()]);
+        c
+    };
+    let mut table = Vec::new();
+    for &t in threads {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for p in 1..=pairs {
+            let x = measured(&mut ours(t), parse_ours)?;
+            let y = measured(&mut sb(t, "run"), parse_sysbench)?;
+            eprintln!(
+                "bench: threads {t:>3} pair {p}: ours {:.0} tps {:.1} ms CPU/1k | sysbench {:.0} tps {:.1} ms CPU/1k",
+                x.tps,
+                x.cpu_ms_per_1k(),
+                y.tps,
+                y.cpu_ms_per_1k()
+            );
+            a.push(x);
+            b.push(y);
+        }
+        let med = |v: &[Run], f: fn(&Run) -> f64| median(v.iter().map(f).collect());
+        table.push((
+            t,
+            med(&a, |r| r.tps),
+            med(&b, |r| r.tps),
+            med(&a, Run::cpu_ms_per_1k),
+            med(&b, Run::cpu_ms_per_1k),
+        ));
+    }
+    drop(server);
+    println!("\nupdate workload vs sysbench oltp_update_non_index, {rows} rows, {pairs} alternating pairs x {seconds} s (medians)");
+    println!("| threads | ours tps | sysbench tps | ratio | ours CPU ms/1k txn | sysbench CPU ms/1k txn | CPU ratio |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    for (t, a, b, ca, cb) in table {
+        println!(
+            "| {t} | {a:.0} | {b:.0} | {:.3} | {ca:.1} | {cb:.1} | {:.2} |",
+            a / b,
+            ca / cb
+        );
+    }
+    Ok(())
 }
