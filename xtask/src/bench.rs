@@ -221,7 +221,7 @@ pub fn workload(threads: &[u32], pairs: u32, seconds: u32, rows: u32) -> anyhow:
             .arg(mode);
         c
     };
-    status(&mut sb(1, "prepare").stdout(Stdio::null()))?;
+    status(sb(1, "prepare").stdout(Stdio::null()))?;
     let ours = |t: u32| {
         let mut c = Command::new(&cs);
         c.args([
