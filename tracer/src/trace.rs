@@ -2,7 +2,6 @@
 //! counts until Ctrl-C, `--duration`, or the server exits.
 use std::{
     io::{stderr, stdout, Write},
-    path::PathBuf,
     time::{Duration, Instant, SystemTime},
 };
 
@@ -82,7 +81,7 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
     }
 }
 
-fn verbose_report(probes: &Probes, resolver_debug: &[PathBuf]) {
+fn verbose_report(probes: &Probes) {
     let mut e = stderr().lock();
     for a in &probes.attached {
         let _ = writeln!(
@@ -120,7 +119,7 @@ fn verbose_report(probes: &Probes, resolver_debug: &[PathBuf]) {
         "commitscope: writes: tracepoints {}",
         k.write_tracepoints.join(", ")
     );
-    for p in resolver_debug {
+    for p in &probes.plan.debug_looked_for {
         let _ = writeln!(e, "commitscope: debug file looked for: {}", p.display());
     }
 }
@@ -177,8 +176,8 @@ async fn run_loop(
                 }
             }
             _ = fd_poll.tick() => {
-                if let Ok(s) = probes.read() {
-                    fds.refresh(s.fds.keys().copied());
+                if let Ok(keys) = probes.fds() {
+                    fds.refresh(keys);
                 }
             }
             _ = &mut sleep_until_deadline => break EndReason::Duration,
@@ -234,12 +233,9 @@ pub fn run(args: TraceArgs) -> Result<()> {
     }
     let target = target(&args)?;
     let plan = Plan::new(&target)?;
-    let debug_looked_for = crate::probes::symbols::Resolver::open(&target.exe, &target.debug_root)
-        .map(|r| r.looked_for)
-        .unwrap_or_default();
     let probes = Probes::attach(&target, plan)?;
     if args.verbose {
-        verbose_report(&probes, &debug_looked_for);
+        verbose_report(&probes);
     }
     if let Some(line) = probes.plan.fallback_line() {
         eprintln!("commitscope: {line}");

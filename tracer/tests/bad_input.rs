@@ -113,3 +113,35 @@ fn not_root() {
         "{err}"
     );
 }
+
+#[test]
+fn workload_bad_input_is_one_line() {
+    let base = [
+        "workload",
+        "--defaults-file",
+        "/dev/null",
+        "--duration",
+        "1",
+    ];
+    let err = fails(
+        commitscope()
+            .args(base)
+            .args(["--socket", "/nonexistent/sock"]),
+    );
+    assert!(
+        err.contains("cannot connect to the server at socket /nonexistent/sock"),
+        "{err}"
+    );
+    let err = fails(commitscope().args(base).args(["--threads", "0"]));
+    assert!(err.contains("invalid --threads"), "{err}");
+    let err = fails(commitscope().args(base).args(["--database", "x;drop"]));
+    assert!(err.contains("invalid --database"), "{err}");
+    let err = fails(commitscope().args(base).args(["--dsn", "postgres://h/"]));
+    assert!(err.contains("invalid --dsn"), "{err}");
+    let err = fails(
+        commitscope()
+            .args(["workload", "--defaults-file", "/nonexistent/my.cnf"])
+            .args(["--duration", "1"]),
+    );
+    assert!(err.contains("cannot read /nonexistent/my.cnf"), "{err}");
+}

@@ -161,6 +161,70 @@ impl ConnArgs {
     }
 }
 
+/// The same endpoint for the blocking client the workers use.
+pub fn blocking_opts(ep: &Endpoint, db: Option<&str>) -> mysql::Opts {
+    let mut b = mysql::OptsBuilder::new()
+        .user(Some(ep.user.clone()))
+        .pass(ep.password.clone())
+        .db_name(db.map(str::to_string))
+        .stmt_cache_size(Some(16))
+        .prefer_socket(false);
+    b = match &ep.socket {
+        Some(s) => b.socket(Some(s.clone())),
+        None => b.ip_or_hostname(Some(ep.host.clone())).tcp_port(ep.port),
+    };
+    mysql::Opts::from(b)
+}
+
+/// What a failure says, whichever client library raised it.
+enum Failure {
+    Server(u16, String),
+    Io(String),
+    Other(String),
+}
+
+fn explain(ep: &Endpoint, f: Failure) -> Error {
+    match f {
+        Failure::Server(code @ (1045 | 1698), msg) => Error::AccessDenied {
+            user: ep.user.clone(),
+            detail: format!("{code} {msg}"),
+        },
+        Failure::Server(code @ (1044 | 1142 | 1227), msg) => Error::Privileges {
+            detail: format!("{code} {msg}"),
+        },
+        Failure::Io(detail)
+            if ep.socket.is_none()
+                && (detail.contains("failed to lookup")
+                    || detail.contains("Name or service not known")) =>
+        {
+            Error::UnknownHost {
+                host: ep.host.clone(),
+                detail,
+            }
+        }
+        Failure::Server(code, msg) => Error::Unreachable {
+            target: ep.describe(),
+            detail: format!("{code} {msg}"),
+        },
+        Failure::Io(detail) | Failure::Other(detail) => Error::Unreachable {
+            target: ep.describe(),
+            detail,
+        },
+    }
+}
+
+/// Maps a blocking-client connection error like [`classify`].
+pub fn classify_blocking(ep: &Endpoint, e: mysql::Error) -> Error {
+    explain(
+        ep,
+        match e {
+            mysql::Error::MySqlError(s) => Failure::Server(s.code, s.message),
+            mysql::Error::IoError(io) => Failure::Io(io.to_string()),
+            other => Failure::Other(other.to_string()),
+        },
+    )
+}
+
 /// Connects, turning failures into one-line, actionable errors.
 pub async fn connect(ep: &Endpoint, db: Option<&str>) -> Result<Conn> {
     Conn::new(ep.opts(db)).await.map_err(|e| classify(ep, e))
@@ -168,38 +232,14 @@ pub async fn connect(ep: &Endpoint, db: Option<&str>) -> Result<Conn> {
 
 /// Maps a connection error to what the user should check.
 pub fn classify(ep: &Endpoint, e: mysql_async::Error) -> Error {
-    match &e {
-        mysql_async::Error::Server(s) if matches!(s.code, 1045 | 1698) => Error::AccessDenied {
-            user: ep.user.clone(),
-            detail: format!("{} {}", s.code, s.message),
+    explain(
+        ep,
+        match e {
+            mysql_async::Error::Server(s) => Failure::Server(s.code, s.message),
+            mysql_async::Error::Io(io) => Failure::Io(io.to_string()),
+            other => Failure::Other(other.to_string()),
         },
-        mysql_async::Error::Server(s) if matches!(s.code, 1044 | 1142 | 1227) => {
-            Error::Privileges {
-                detail: format!("{} {}", s.code, s.message),
-            }
-        }
-        mysql_async::Error::Io(io) => {
-            let detail = io.to_string();
-            if ep.socket.is_none()
-                && (detail.contains("failed to lookup")
-                    || detail.contains("Name or service not known"))
-            {
-                Error::UnknownHost {
-                    host: ep.host.clone(),
-                    detail,
-                }
-            } else {
-                Error::Unreachable {
-                    target: ep.describe(),
-                    detail,
-                }
-            }
-        }
-        _ => Error::Unreachable {
-            target: ep.describe(),
-            detail: e.to_string(),
-        },
-    }
+    )
 }
 
 #[cfg(test)]

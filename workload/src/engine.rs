@@ -1,8 +1,14 @@
 //! The driver: one connection and one server-side prepared statement per
-//! worker, a tokio task each. Workers record into their own slot (an
-//! uncontended mutex); [`Engine::sample`] drains every slot at the caller's
-//! tick, so whoever owns the clock (the CLI here, the tracer later) gets
-//! samples on exactly its ticks.
+//! worker, an OS thread each with blocking I/O, as sysbench and tpcc-mysql
+//! do. Measured here (`cargo xtask bench workload`): a blocking statement
+//! costs send + recv, while mysql_async on tokio adds epoll_wait calls and
+//! doubled the client CPU per transaction at one thread, above sysbench's.
+//! The control connection (schema, status) stays on mysql_async.
+//!
+//! Workers record into their own slot (an uncontended mutex);
+//! [`Engine::sample`] drains every slot at the caller's tick, so whoever
+//! owns the clock (the CLI here, the tracer later) gets samples on exactly
+//! its ticks.
 use std::{
     collections::{BTreeMap, HashSet},
     sync::{
@@ -13,8 +19,7 @@ use std::{
 };
 
 use hdrhistogram::Histogram;
-use mysql_async::{prelude::*, Conn, Statement};
-use tokio::task::JoinHandle;
+use mysql::{prelude::Queryable, Conn, Statement};
 
 use crate::{
     conn::{self, Endpoint},
@@ -60,7 +65,7 @@ struct Shared {
 }
 
 impl Shared {
-    fn error(&self, w: usize, code: String, e: &mysql_async::Error) {
+    fn error(&self, w: usize, code: String, e: &mysql::Error) {
         if let Ok(mut s) = self.slots[w].lock() {
             s.errors += 1;
         }
@@ -78,7 +83,7 @@ impl Shared {
 pub struct Engine {
     cfg: Config,
     shared: Arc<Shared>,
-    workers: Vec<JoinHandle<()>>,
+    workers: Vec<std::thread::JoinHandle<()>>,
     start: Instant,
     last: Instant,
     tick: u64,
@@ -90,41 +95,39 @@ fn lock_err<T>(_: T) -> Error {
     Error::Runtime("a workload worker panicked".into())
 }
 
-async fn open_worker(cfg: &Config) -> Result<(Conn, Statement)> {
-    let mut c = conn::connect(&cfg.endpoint, Some(&cfg.database)).await?;
+fn open_worker(cfg: &Config) -> Result<(Conn, Statement)> {
+    let ep = &cfg.endpoint;
+    let mut c = Conn::new(conn::blocking_opts(ep, Some(&cfg.database)))
+        .map_err(|e| conn::classify_blocking(ep, e))?;
     let sql = match cfg.scenario {
         Scenario::Update | Scenario::HotRow => scenario::UPDATE_SQL,
         Scenario::Insert => {
             c.query_drop("SET autocommit=0")
-                .await
-                .map_err(|e| conn::classify(&cfg.endpoint, e))?;
+                .map_err(|e| conn::classify_blocking(ep, e))?;
             scenario::INSERT_SQL
         }
     };
-    let stmt = c
-        .prep(sql)
-        .await
-        .map_err(|e| conn::classify(&cfg.endpoint, e))?;
+    let stmt = c.prep(sql).map_err(|e| conn::classify_blocking(ep, e))?;
     Ok((c, stmt))
 }
 
 /// One transaction: the statement, and COMMIT for `insert`.
-async fn txn(
+fn txn(
     c: &mut Conn,
     stmt: &Statement,
     scenario: Scenario,
     row: u32,
-) -> std::result::Result<(), mysql_async::Error> {
+) -> std::result::Result<(), mysql::Error> {
     match scenario {
-        Scenario::Update | Scenario::HotRow => c.exec_drop(stmt, (row,)).await,
+        Scenario::Update | Scenario::HotRow => c.exec_drop(stmt, (row,)),
         Scenario::Insert => {
-            c.exec_drop(stmt, ()).await?;
-            c.query_drop("COMMIT").await
+            c.exec_drop(stmt, ())?;
+            c.query_drop("COMMIT")
         }
     }
 }
 
-async fn worker(w: usize, cfg: Config, shared: Arc<Shared>, mut c: Conn, mut stmt: Statement) {
+fn worker(w: usize, cfg: Config, shared: Arc<Shared>, mut c: Conn, mut stmt: Statement) {
     let mut n: u64 = 0;
     while !shared.stop.load(Ordering::Relaxed) {
         if let (Scenario::Insert, Some(total)) = (cfg.scenario, cfg.total_rows) {
@@ -135,7 +138,7 @@ async fn worker(w: usize, cfg: Config, shared: Arc<Shared>, mut c: Conn, mut stm
         let row = scenario::row_for(cfg.scenario, w as u32, cfg.rows_per_thread, n);
         let t0 = Instant::now();
         loop {
-            match txn(&mut c, &stmt, cfg.scenario, row).await {
+            match txn(&mut c, &stmt, cfg.scenario, row) {
                 Ok(()) => {
                     let us = t0.elapsed().as_micros().max(1) as u64;
                     if let Ok(mut s) = shared.slots[w].lock() {
@@ -148,24 +151,27 @@ async fn worker(w: usize, cfg: Config, shared: Arc<Shared>, mut c: Conn, mut stm
                     }
                     break;
                 }
-                Err(mysql_async::Error::Server(e))
+                Err(mysql::Error::MySqlError(e))
                     if matches!(e.code, DEADLOCK | LOCK_WAIT_TIMEOUT) =>
                 {
                     if let Ok(mut s) = shared.slots[w].lock() {
                         s.retries += 1;
                     }
                     if cfg.scenario == Scenario::Insert {
-                        let _ = c.query_drop("ROLLBACK").await;
+                        let _ = c.query_drop("ROLLBACK");
                     }
                     if shared.stop.load(Ordering::Relaxed) {
                         return;
                     }
                 }
-                Err(e @ mysql_async::Error::Server(_)) => {
-                    let code = crate::error::server_code(&e).unwrap_or(0).to_string();
+                Err(e @ mysql::Error::MySqlError(_)) => {
+                    let code = match &e {
+                        mysql::Error::MySqlError(se) => se.code.to_string(),
+                        _ => unreachable!(),
+                    };
                     shared.error(w, code, &e);
                     if cfg.scenario == Scenario::Insert {
-                        let _ = c.query_drop("ROLLBACK").await;
+                        let _ = c.query_drop("ROLLBACK");
                     }
                     break;
                 }
@@ -176,8 +182,8 @@ async fn worker(w: usize, cfg: Config, shared: Arc<Shared>, mut c: Conn, mut stm
                         if shared.stop.load(Ordering::Relaxed) {
                             return;
                         }
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        if let Ok((nc, ns)) = open_worker(&cfg).await {
+                        std::thread::sleep(Duration::from_millis(100));
+                        if let Ok((nc, ns)) = open_worker(&cfg) {
                             c = nc;
                             stmt = ns;
                             break;
@@ -189,13 +195,12 @@ async fn worker(w: usize, cfg: Config, shared: Arc<Shared>, mut c: Conn, mut stm
         }
         n += 1;
     }
-    let _ = c.disconnect().await;
 }
 
 impl Engine {
     /// Opens every connection first (so a bad password fails before the
     /// run, not in 100 tasks), then starts the workers.
-    pub async fn start(cfg: Config) -> Result<Engine> {
+    pub fn start(cfg: Config) -> Result<Engine> {
         if cfg.threads == 0 {
             return Err(Error::BadInput {
                 what: "--threads",
@@ -204,7 +209,7 @@ impl Engine {
         }
         let mut conns = Vec::with_capacity(cfg.threads as usize);
         for _ in 0..cfg.threads {
-            conns.push(open_worker(&cfg).await?);
+            conns.push(open_worker(&cfg)?);
         }
         let shared = Arc::new(Shared {
             slots: (0..cfg.threads)
@@ -225,11 +230,16 @@ impl Engine {
             reported: Mutex::new(HashSet::new()),
         });
         let start = shared.start;
-        let workers = conns
-            .into_iter()
-            .enumerate()
-            .map(|(w, (c, s))| tokio::spawn(worker(w, cfg.clone(), shared.clone(), c, s)))
-            .collect();
+        let mut workers = Vec::with_capacity(conns.len());
+        for (w, (c, s)) in conns.into_iter().enumerate() {
+            let (cfg, shared) = (cfg.clone(), shared.clone());
+            let h = std::thread::Builder::new()
+                .name(format!("worker-{w}"))
+                .stack_size(256 * 1024)
+                .spawn(move || worker(w, cfg, shared, c, s))
+                .map_err(|e| Error::Runtime(format!("cannot start worker thread: {e}")))?;
+            workers.push(h);
+        }
         Ok(Engine {
             cfg,
             shared,
@@ -290,15 +300,17 @@ impl Engine {
 
     /// True when every worker has ended by itself (`--total-rows` reached).
     pub fn finished(&self) -> bool {
-        self.workers.iter().all(JoinHandle::is_finished)
+        self.workers
+            .iter()
+            .all(std::thread::JoinHandle::is_finished)
     }
 
     /// Stops the workers, takes the last partial sample, and summarises.
     /// Returns the last sample too, so a printer can show it.
-    pub async fn stop(mut self) -> Result<(IntervalSample, Summary)> {
+    pub fn stop(mut self) -> Result<(IntervalSample, Summary)> {
         self.shared.stop.store(true, Ordering::Relaxed);
         for w in std::mem::take(&mut self.workers) {
-            let _ = w.await;
+            let _ = w.join();
         }
         let last = self.sample()?;
         let measured: Vec<&IntervalSample> = self.samples.iter().filter(|s| !s.warmup).collect();

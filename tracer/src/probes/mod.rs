@@ -68,6 +68,8 @@ pub struct Plan {
     pub flush_missing: Vec<&'static str>,
     pub server: Option<ServerId>,
     pub exe: PathBuf,
+    /// Debug files looked for while resolving (for `-v`).
+    pub debug_looked_for: Vec<PathBuf>,
 }
 
 impl Plan {
@@ -90,6 +92,7 @@ impl Plan {
                 flush_missing,
                 server,
                 exe: target.exe.clone(),
+                debug_looked_for: r.looked_for,
             });
         }
         let wanted = "log_write_up_to".to_string();
@@ -103,6 +106,7 @@ impl Plan {
                 flush_missing: Vec::new(),
                 server,
                 exe: target.exe.clone(),
+                debug_looked_for: r.looked_for,
             });
         }
         Err(Error::NoProbeSymbol {
@@ -288,6 +292,21 @@ impl Probes {
             kernel,
             attached,
         })
+    }
+
+    /// The fds that have synced or written so far (cheap: keys only), so
+    /// they can be named while still open.
+    pub fn fds(&self) -> Result<Vec<u32>> {
+        let map = self.ebpf.map(maps::FD_STATS).ok_or(Error::MapRead {
+            map: maps::FD_STATS,
+            detail: "missing from the object".into(),
+        })?;
+        let fds: PerCpuHashMap<_, u32, FdStats> =
+            PerCpuHashMap::try_from(map).map_err(|e| Error::MapRead {
+                map: maps::FD_STATS,
+                detail: e.to_string(),
+            })?;
+        Ok(fds.keys().filter_map(std::result::Result::ok).collect())
     }
 
     /// Reads every map once: cumulative totals since attach.

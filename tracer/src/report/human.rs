@@ -161,10 +161,15 @@ impl<W: Write> Sink for Human<W> {
         let _ = writeln!(self.out, "{:<14} {:>12}", "binlog_fsync", t.binlog_fsync);
         let _ = writeln!(self.out, "{:<14} {:>12}", "data_fsync", t.data_fsync);
         let _ = writeln!(self.out, "{:<14} {:>12}", "other_fsync", t.other_fsync);
+        // In fallback mode the timed function is the server-layer commit.
         let _ = writeln!(
             self.out,
             "{:<14} p50 {} us  p99 {} us",
-            "write_wait",
+            if self.fallback {
+                "commit_time"
+            } else {
+                "write_wait"
+            },
             opt_f(t.write_wait_p50_us, 0),
             opt_f(t.write_wait_p99_us, 0)
         );
