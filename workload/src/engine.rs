@@ -1,25 +1,28 @@
 //! The driver: one connection and one server-side prepared statement per
-//! worker, an OS thread each with blocking I/O, as sysbench and tpcc-mysql
-//! do. Measured here (`cargo xtask bench workload`): a blocking statement
-//! costs send + recv, while mysql_async on tokio adds epoll_wait calls and
-//! doubled the client CPU per transaction at one thread, above sysbench's.
-//! The control connection (schema, status) stays on mysql_async.
-//!
-//! Workers record into their own slot (an uncontended mutex);
+//! worker. Workers record into their own slot (an uncontended mutex);
 //! [`Engine::sample`] drains every slot at the caller's tick, so whoever
 //! owns the clock (the CLI here, the tracer later) gets samples on exactly
 //! its ticks.
+//!
+//! Two I/O models, picked by client count, because each loses where the
+//! other wins (`cargo xtask bench workload`, this 2-core machine):
+//! - up to one client per core, a thread per client with a blocking
+//!   connection (`mysql`): send + recv per statement and nothing else;
+//! - beyond that, one tokio event loop with every connection
+//!   (`mysql_async`): one epoll wake-up serves many replies, where 100
+//!   blocking threads would pay a context switch each. At one client the
+//!   event loop cost twice the CPU: over a unix socket every reply also
+//!   brings a write-space (EPOLLOUT) wake-up.
 use std::{
     collections::{BTreeMap, HashSet},
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},
-        Arc, Mutex,
+        mpsc, Arc, Mutex,
     },
     time::{Duration, Instant},
 };
 
 use hdrhistogram::Histogram;
-use mysql::{prelude::Queryable, Conn, Statement};
 
 use crate::{
     conn::{self, Endpoint},
@@ -43,6 +46,25 @@ pub struct Config {
     pub warmup: Duration,
 }
 
+/// How the workers talk to the server (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IoModel {
+    Threads,
+    EventLoop,
+}
+
+impl IoModel {
+    pub fn for_clients(clients: u32) -> IoModel {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if clients as usize <= cores {
+            IoModel::Threads
+        } else {
+            IoModel::EventLoop
+        }
+    }
+}
+
 /// One worker's counters for the current interval.
 struct Slot {
     hist: Histogram<u64>,
@@ -64,8 +86,122 @@ struct Shared {
     reported: Mutex<HashSet<String>>,
 }
 
+/// What one attempt of a transaction came to, whichever client ran it.
+enum Attempt {
+    Done,
+    /// Deadlock or lock-wait timeout: run it again.
+    Retry,
+    /// Any other server error: counted, next transaction.
+    Failed {
+        code: String,
+        msg: String,
+    },
+    /// The connection is gone: counted, reconnect.
+    Lost {
+        msg: String,
+    },
+}
+
+impl From<std::result::Result<(), mysql::Error>> for Attempt {
+    fn from(r: std::result::Result<(), mysql::Error>) -> Self {
+        match r {
+            Ok(()) => Attempt::Done,
+            Err(mysql::Error::MySqlError(e)) if matches!(e.code, DEADLOCK | LOCK_WAIT_TIMEOUT) => {
+                Attempt::Retry
+            }
+            Err(mysql::Error::MySqlError(e)) => Attempt::Failed {
+                code: e.code.to_string(),
+                msg: e.to_string(),
+            },
+            Err(e) => Attempt::Lost { msg: e.to_string() },
+        }
+    }
+}
+
+impl From<std::result::Result<(), mysql_async::Error>> for Attempt {
+    fn from(r: std::result::Result<(), mysql_async::Error>) -> Self {
+        match r {
+            Ok(()) => Attempt::Done,
+            Err(mysql_async::Error::Server(e))
+                if matches!(e.code, DEADLOCK | LOCK_WAIT_TIMEOUT) =>
+            {
+                Attempt::Retry
+            }
+            Err(mysql_async::Error::Server(e)) => Attempt::Failed {
+                code: e.code.to_string(),
+                msg: e.to_string(),
+            },
+            Err(e) => Attempt::Lost { msg: e.to_string() },
+        }
+    }
+}
+
+/// What a worker does after an attempt.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// On to the next transaction (after a rollback, for `insert`, if it failed).
+    Advance {
+        rollback: bool,
+    },
+    /// The same transaction again (after a rollback, for `insert`).
+    Again {
+        rollback: bool,
+    },
+    Reconnect,
+    Stop,
+}
+
 impl Shared {
-    fn error(&self, w: usize, code: String, e: &mysql::Error) {
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Claims the next row of `--total-rows`; false when all are taken.
+    fn claim(&self, cfg: &Config) -> bool {
+        match (cfg.scenario, cfg.total_rows) {
+            (Scenario::Insert, Some(total)) => self.claimed.fetch_add(1, Ordering::Relaxed) < total,
+            _ => true,
+        }
+    }
+
+    /// Records an attempt's outcome; the one place both I/O models share.
+    fn settle(&self, w: usize, a: Attempt, t0: Instant, cfg: &Config) -> Next {
+        let insert = cfg.scenario == Scenario::Insert;
+        match a {
+            Attempt::Done => {
+                let us = t0.elapsed().as_micros().max(1) as u64;
+                if let Ok(mut s) = self.slots[w].lock() {
+                    s.txns += 1;
+                    let _ = s.hist.record(us);
+                }
+                if cfg.total_rows.is_some() {
+                    let at = self.start.elapsed().as_micros() as u64;
+                    self.last_commit_us.fetch_max(at, Ordering::Relaxed);
+                }
+                Next::Advance { rollback: false }
+            }
+            Attempt::Retry => {
+                if let Ok(mut s) = self.slots[w].lock() {
+                    s.retries += 1;
+                }
+                if self.stopped() {
+                    Next::Stop
+                } else {
+                    Next::Again { rollback: insert }
+                }
+            }
+            Attempt::Failed { code, msg } => {
+                self.error(w, code, &msg);
+                Next::Advance { rollback: insert }
+            }
+            Attempt::Lost { msg } => {
+                self.error(w, "io".into(), &msg);
+                Next::Reconnect
+            }
+        }
+    }
+
+    fn error(&self, w: usize, code: String, msg: &str) {
         if let Ok(mut s) = self.slots[w].lock() {
             s.errors += 1;
         }
@@ -74,14 +210,214 @@ impl Shared {
         }
         if let Ok(mut r) = self.reported.lock() {
             if r.insert(code.clone()) {
-                eprintln!("workload: first error {code}: {e}");
+                eprintln!("workload: first error {code}: {msg}");
             }
         }
     }
 }
 
+/// The statement a scenario runs.
+fn statement(s: Scenario) -> &'static str {
+    match s {
+        Scenario::Update | Scenario::HotRow => scenario::UPDATE_SQL,
+        Scenario::Insert => scenario::INSERT_SQL,
+    }
+}
+
+/// Thread-per-client workers on blocking connections.
+mod blocking {
+    use mysql::{prelude::Queryable, Conn, Statement};
+
+    use super::*;
+
+    pub fn open(cfg: &Config) -> Result<(Conn, Statement)> {
+        let ep = &cfg.endpoint;
+        let err = |e| conn::classify_blocking(ep, e);
+        let mut c = Conn::new(conn::blocking_opts(ep, Some(&cfg.database))).map_err(err)?;
+        if cfg.scenario == Scenario::Insert {
+            c.query_drop("SET autocommit=0").map_err(err)?;
+        }
+        let stmt = c.prep(statement(cfg.scenario)).map_err(err)?;
+        Ok((c, stmt))
+    }
+
+    fn txn(
+        c: &mut Conn,
+        stmt: &Statement,
+        scenario: Scenario,
+        row: u32,
+    ) -> std::result::Result<(), mysql::Error> {
+        match scenario {
+            Scenario::Update | Scenario::HotRow => c.exec_drop(stmt, (row,)),
+            Scenario::Insert => {
+                c.exec_drop(stmt, ())?;
+                c.query_drop("COMMIT")
+            }
+        }
+    }
+
+    pub fn worker(
+        w: usize,
+        cfg: Config,
+        shared: Arc<Shared>,
+        (mut c, mut stmt): (Conn, Statement),
+    ) {
+        let mut n: u64 = 0;
+        'txns: while !shared.stopped() && shared.claim(&cfg) {
+            let row = scenario::row_for(cfg.scenario, w as u32, cfg.rows_per_thread, n);
+            let t0 = Instant::now();
+            loop {
+                let a = Attempt::from(txn(&mut c, &stmt, cfg.scenario, row));
+                match shared.settle(w, a, t0, &cfg) {
+                    Next::Advance { rollback } => {
+                        if rollback {
+                            let _ = c.query_drop("ROLLBACK");
+                        }
+                        break;
+                    }
+                    Next::Again { rollback } => {
+                        if rollback {
+                            let _ = c.query_drop("ROLLBACK");
+                        }
+                    }
+                    Next::Stop => break 'txns,
+                    Next::Reconnect => loop {
+                        if shared.stopped() {
+                            break 'txns;
+                        }
+                        std::thread::sleep(Duration::from_millis(100));
+                        if let Ok((nc, ns)) = open(&cfg) {
+                            (c, stmt) = (nc, ns);
+                            break;
+                        }
+                    },
+                }
+            }
+            n += 1;
+        }
+    }
+}
+
+/// Every client on one tokio event loop (its own OS thread).
+mod evloop {
+    use mysql_async::{prelude::*, Conn, Statement};
+
+    use super::*;
+
+    pub async fn open(cfg: &Config) -> Result<(Conn, Statement)> {
+        let ep = &cfg.endpoint;
+        let mut c = conn::connect(ep, Some(&cfg.database)).await?;
+        if cfg.scenario == Scenario::Insert {
+            c.query_drop("SET autocommit=0")
+                .await
+                .map_err(|e| conn::classify(ep, e))?;
+        }
+        let stmt = c
+            .prep(statement(cfg.scenario))
+            .await
+            .map_err(|e| conn::classify(ep, e))?;
+        Ok((c, stmt))
+    }
+
+    async fn txn(
+        c: &mut Conn,
+        stmt: &Statement,
+        scenario: Scenario,
+        row: u32,
+    ) -> std::result::Result<(), mysql_async::Error> {
+        match scenario {
+            Scenario::Update | Scenario::HotRow => c.exec_drop(stmt, (row,)).await,
+            Scenario::Insert => {
+                c.exec_drop(stmt, ()).await?;
+                c.query_drop("COMMIT").await
+            }
+        }
+    }
+
+    pub async fn worker(
+        w: usize,
+        cfg: Config,
+        shared: Arc<Shared>,
+        (mut c, mut stmt): (Conn, Statement),
+    ) {
+        let mut n: u64 = 0;
+        'txns: while !shared.stopped() && shared.claim(&cfg) {
+            let row = scenario::row_for(cfg.scenario, w as u32, cfg.rows_per_thread, n);
+            let t0 = Instant::now();
+            loop {
+                let a = Attempt::from(txn(&mut c, &stmt, cfg.scenario, row).await);
+                match shared.settle(w, a, t0, &cfg) {
+                    Next::Advance { rollback } => {
+                        if rollback {
+                            let _ = c.query_drop("ROLLBACK").await;
+                        }
+                        break;
+                    }
+                    Next::Again { rollback } => {
+                        if rollback {
+                            let _ = c.query_drop("ROLLBACK").await;
+                        }
+                    }
+                    Next::Stop => break 'txns,
+                    Next::Reconnect => loop {
+                        if shared.stopped() {
+                            break 'txns;
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        if let Ok((nc, ns)) = open(&cfg).await {
+                            (c, stmt) = (nc, ns);
+                            break;
+                        }
+                    },
+                }
+            }
+            n += 1;
+        }
+        let _ = c.disconnect().await;
+    }
+
+    /// Runs every worker on a current-thread runtime in this thread. The
+    /// connections are opened first and the outcome sent on `ready`.
+    pub fn run(cfg: Config, shared: Arc<Shared>, ready: mpsc::Sender<Result<()>>) {
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                let _ = ready.send(Err(Error::Runtime(format!(
+                    "cannot start the event loop: {e}"
+                ))));
+                return;
+            }
+        };
+        rt.block_on(async {
+            let mut conns = Vec::with_capacity(cfg.threads as usize);
+            for _ in 0..cfg.threads {
+                match open(&cfg).await {
+                    Ok(c) => conns.push(c),
+                    Err(e) => {
+                        let _ = ready.send(Err(e));
+                        return;
+                    }
+                }
+            }
+            let _ = ready.send(Ok(()));
+            let tasks: Vec<_> = conns
+                .into_iter()
+                .enumerate()
+                .map(|(w, c)| tokio::spawn(worker(w, cfg.clone(), shared.clone(), c)))
+                .collect();
+            for t in tasks {
+                let _ = t.await;
+            }
+        });
+    }
+}
+
 pub struct Engine {
     cfg: Config,
+    pub io: IoModel,
     shared: Arc<Shared>,
     workers: Vec<std::thread::JoinHandle<()>>,
     start: Instant,
@@ -95,108 +431,6 @@ fn lock_err<T>(_: T) -> Error {
     Error::Runtime("a workload worker panicked".into())
 }
 
-fn open_worker(cfg: &Config) -> Result<(Conn, Statement)> {
-    let ep = &cfg.endpoint;
-    let mut c = Conn::new(conn::blocking_opts(ep, Some(&cfg.database)))
-        .map_err(|e| conn::classify_blocking(ep, e))?;
-    let sql = match cfg.scenario {
-        Scenario::Update | Scenario::HotRow => scenario::UPDATE_SQL,
-        Scenario::Insert => {
-            c.query_drop("SET autocommit=0")
-                .map_err(|e| conn::classify_blocking(ep, e))?;
-            scenario::INSERT_SQL
-        }
-    };
-    let stmt = c.prep(sql).map_err(|e| conn::classify_blocking(ep, e))?;
-    Ok((c, stmt))
-}
-
-/// One transaction: the statement, and COMMIT for `insert`.
-fn txn(
-    c: &mut Conn,
-    stmt: &Statement,
-    scenario: Scenario,
-    row: u32,
-) -> std::result::Result<(), mysql::Error> {
-    match scenario {
-        Scenario::Update | Scenario::HotRow => c.exec_drop(stmt, (row,)),
-        Scenario::Insert => {
-            c.exec_drop(stmt, ())?;
-            c.query_drop("COMMIT")
-        }
-    }
-}
-
-fn worker(w: usize, cfg: Config, shared: Arc<Shared>, mut c: Conn, mut stmt: Statement) {
-    let mut n: u64 = 0;
-    while !shared.stop.load(Ordering::Relaxed) {
-        if let (Scenario::Insert, Some(total)) = (cfg.scenario, cfg.total_rows) {
-            if shared.claimed.fetch_add(1, Ordering::Relaxed) >= total {
-                break;
-            }
-        }
-        let row = scenario::row_for(cfg.scenario, w as u32, cfg.rows_per_thread, n);
-        let t0 = Instant::now();
-        loop {
-            match txn(&mut c, &stmt, cfg.scenario, row) {
-                Ok(()) => {
-                    let us = t0.elapsed().as_micros().max(1) as u64;
-                    if let Ok(mut s) = shared.slots[w].lock() {
-                        s.txns += 1;
-                        let _ = s.hist.record(us);
-                    }
-                    if cfg.total_rows.is_some() {
-                        let at = shared.start.elapsed().as_micros() as u64;
-                        shared.last_commit_us.fetch_max(at, Ordering::Relaxed);
-                    }
-                    break;
-                }
-                Err(mysql::Error::MySqlError(e))
-                    if matches!(e.code, DEADLOCK | LOCK_WAIT_TIMEOUT) =>
-                {
-                    if let Ok(mut s) = shared.slots[w].lock() {
-                        s.retries += 1;
-                    }
-                    if cfg.scenario == Scenario::Insert {
-                        let _ = c.query_drop("ROLLBACK");
-                    }
-                    if shared.stop.load(Ordering::Relaxed) {
-                        return;
-                    }
-                }
-                Err(e @ mysql::Error::MySqlError(_)) => {
-                    let code = match &e {
-                        mysql::Error::MySqlError(se) => se.code.to_string(),
-                        _ => unreachable!(),
-                    };
-                    shared.error(w, code, &e);
-                    if cfg.scenario == Scenario::Insert {
-                        let _ = c.query_drop("ROLLBACK");
-                    }
-                    break;
-                }
-                Err(e) => {
-                    // The connection is gone: count it, reconnect until stopped.
-                    shared.error(w, "io".into(), &e);
-                    loop {
-                        if shared.stop.load(Ordering::Relaxed) {
-                            return;
-                        }
-                        std::thread::sleep(Duration::from_millis(100));
-                        if let Ok((nc, ns)) = open_worker(&cfg) {
-                            c = nc;
-                            stmt = ns;
-                            break;
-                        }
-                    }
-                    break;
-                }
-            }
-        }
-        n += 1;
-    }
-}
-
 impl Engine {
     /// Opens every connection first (so a bad password fails before the
     /// run, not in 100 tasks), then starts the workers.
@@ -207,10 +441,7 @@ impl Engine {
                 detail: "must be at least 1".into(),
             });
         }
-        let mut conns = Vec::with_capacity(cfg.threads as usize);
-        for _ in 0..cfg.threads {
-            conns.push(open_worker(&cfg)?);
-        }
+        let io = IoModel::for_clients(cfg.threads);
         let shared = Arc::new(Shared {
             slots: (0..cfg.threads)
                 .map(|_| {
@@ -229,23 +460,49 @@ impl Engine {
             errors_by_code: Mutex::new(BTreeMap::new()),
             reported: Mutex::new(HashSet::new()),
         });
-        let start = shared.start;
-        let mut workers = Vec::with_capacity(conns.len());
-        for (w, (c, s)) in conns.into_iter().enumerate() {
-            let (cfg, shared) = (cfg.clone(), shared.clone());
-            let h = std::thread::Builder::new()
-                .name(format!("worker-{w}"))
+        let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name)
                 .stack_size(256 * 1024)
-                .spawn(move || worker(w, cfg, shared, c, s))
-                .map_err(|e| Error::Runtime(format!("cannot start worker thread: {e}")))?;
-            workers.push(h);
+                .spawn(f)
+                .map_err(|e| Error::Runtime(format!("cannot start a worker thread: {e}")))
+        };
+        // Every connection is opened before the clock starts, so a bad
+        // password fails here, once, not in 100 workers.
+        let mut workers = Vec::new();
+        match io {
+            IoModel::Threads => {
+                let conns = (0..cfg.threads)
+                    .map(|_| blocking::open(&cfg))
+                    .collect::<Result<Vec<_>>>()?;
+                for (w, c) in conns.into_iter().enumerate() {
+                    let (cfg, shared) = (cfg.clone(), shared.clone());
+                    workers.push(spawn(
+                        format!("worker-{w}"),
+                        Box::new(move || blocking::worker(w, cfg, shared, c)),
+                    )?);
+                }
+            }
+            IoModel::EventLoop => {
+                let (tx, rx) = mpsc::channel();
+                let (c, sh) = (cfg.clone(), shared.clone());
+                workers.push(spawn(
+                    "event-loop".into(),
+                    Box::new(move || evloop::run(c, sh, tx)),
+                )?);
+                rx.recv().map_err(|_| {
+                    Error::Runtime("the event loop ended before connecting".into())
+                })??;
+            }
         }
+        let now = Instant::now();
         Ok(Engine {
             cfg,
+            io,
             shared,
             workers,
-            start,
-            last: start,
+            start: now,
+            last: now,
             tick: 0,
             samples: Vec::new(),
             measured: new_hist(),
@@ -323,13 +580,15 @@ impl Engine {
         let measured_s: f64 = measured.iter().map(|s| s.interval_s).sum();
         let txns: u64 = measured.iter().map(|s| s.txns).sum();
         let total_txns: u64 = self.samples.iter().map(|s| s.txns).sum();
-        let rows_elapsed_s = self
-            .cfg
-            .total_rows
-            .map(|_| self.shared.last_commit_us.load(Ordering::Relaxed) as f64 / 1e6);
+        // From the end of connecting (the engine's clock) to the last commit.
+        let offset = (self.start - self.shared.start).as_secs_f64();
+        let rows_elapsed_s = self.cfg.total_rows.map(|_| {
+            (self.shared.last_commit_us.load(Ordering::Relaxed) as f64 / 1e6 - offset).max(0.0)
+        });
         let summary = Summary {
             scenario: self.cfg.scenario.to_string(),
             threads: self.cfg.threads,
+            io_model: self.io,
             measured_s,
             warmup_s: self.cfg.warmup.as_secs_f64(),
             total_txns,

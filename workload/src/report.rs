@@ -75,8 +75,15 @@ impl<W: Write> Printer<W> {
             let o = &mut self.out;
             let _ = writeln!(
                 o,
-                "\n== workload {}: {} threads, {:.1} s measured (warmup {:.1} s excluded) ==",
-                s.scenario, s.threads, s.measured_s, s.warmup_s
+                "\n== workload {}: {} clients ({}), {:.1} s measured (warmup {:.1} s excluded) ==",
+                s.scenario,
+                s.threads,
+                match s.io_model {
+                    crate::engine::IoModel::Threads => "a thread each",
+                    crate::engine::IoModel::EventLoop => "one event loop",
+                },
+                s.measured_s,
+                s.warmup_s
             );
             let _ = writeln!(
                 o,

@@ -57,6 +57,8 @@ pub struct IntervalSample {
 pub struct Summary {
     pub scenario: String,
     pub threads: u32,
+    /// Thread per client, or one event loop (see `engine`).
+    pub io_model: crate::engine::IoModel,
     pub measured_s: f64,
     pub warmup_s: f64,
     /// All transactions, warmup included.

@@ -2,7 +2,7 @@
 //! what it reports committed is what the server holds.
 use clap::Parser;
 use testkit::Server;
-use workload::{cli::WorkloadArgs, run, stats::Summary};
+use workload::{cli::WorkloadArgs, engine::IoModel, run, stats::Summary};
 
 #[derive(Parser)]
 #[command(disable_help_flag = true)]
@@ -152,8 +152,34 @@ fn hot_row_and_insert() {
         one(&srv, "SELECT COUNT(*) FROM commitscope.test_load"),
         1500
     );
+    assert_eq!(
+        sum.io_model,
+        IoModel::EventLoop,
+        "4 clients on a 2-core machine"
+    );
     let secs = sum.rows_elapsed_s.unwrap();
     assert!(secs > 0.0 && secs < 60.0, "{sum:?}");
+
+    // One client: the thread-per-client model, same contract.
+    let sum = run::run(&args(
+        &srv,
+        &[
+            "--workload",
+            "insert",
+            "--threads",
+            "1",
+            "--total-rows",
+            "300",
+        ],
+    ))
+    .unwrap();
+    check_summary(&sum);
+    assert_eq!(sum.io_model, IoModel::Threads);
+    assert_eq!(sum.rows_done, Some(300));
+    assert_eq!(
+        one(&srv, "SELECT COUNT(*) FROM commitscope.test_load"),
+        1800
+    );
 }
 
 #[test]
