@@ -209,20 +209,20 @@ pub fn workload(threads: &[u32], pairs: u32, seconds: u32, rows: u32) -> anyhow:
     server
         .query("CREATE DATABASE sbtest")
         .map_err(|e| anyhow::anyhow!(e))?;
-    let sb = |t: u32, mode: &str| {
+    let sb = |t: u32, mode: &str, secs: u32| {
         let mut c = Command::new("sysbench");
         c.arg("oltp_update_non_index")
             .arg(format!("--mysql-socket={sock}"))
             .args(["--mysql-user=root", "--mysql-db=sbtest", "--tables=1"])
             .arg(format!("--table-size={rows}"))
             .arg(format!("--threads={t}"))
-            .arg(format!("--time={seconds}"))
+            .arg(format!("--time={secs}"))
             .arg("--report-interval=0")
             .arg(mode);
         c
     };
-    status(sb(1, "prepare").stdout(Stdio::null()))?;
-    let ours = |t: u32| {
+    status(sb(1, "prepare", 0).stdout(Stdio::null()))?;
+    let ours = |t: u32, secs: u32| {
         let mut c = Command::new(&cs);
         c.args([
             "workload",
@@ -236,15 +236,21 @@ pub fn workload(threads: &[u32], pairs: u32, seconds: u32, rows: u32) -> anyhow:
         ])
         .args(["--database", "cs_bench", "--threads", &t.to_string()])
         .args(["--rows-per-thread", &(rows / t).max(1).to_string()])
-        .args(["--duration", &seconds.to_string()]);
+        .args(["--duration", &secs.to_string()]);
         c
     };
     let mut table = Vec::new();
     for &t in threads {
+        // An untimed run of each side first: the server's state after the
+        // previous thread count (dirty pages, purge) must not land on
+        // whichever side happens to go first.
+        eprintln!("bench: threads {t:>3} warmup (5 s each, untimed)");
+        status(ours(t, 5).stdout(Stdio::null()))?;
+        status(sb(t, "run", 5).stdout(Stdio::null()))?;
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for p in 1..=pairs {
-            let x = measured(&mut ours(t), parse_ours)?;
-            let y = measured(&mut sb(t, "run"), parse_sysbench)?;
+            let x = measured(&mut ours(t, seconds), parse_ours)?;
+            let y = measured(&mut sb(t, "run", seconds), parse_sysbench)?;
             eprintln!(
                 "bench: threads {t:>3} pair {p}: ours {:.0} tps {:.1} ms CPU/1k | sysbench {:.0} tps {:.1} ms CPU/1k",
                 x.tps,
