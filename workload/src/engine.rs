@@ -571,11 +571,10 @@ impl Engine {
         }
         let last = self.sample()?;
         let measured: Vec<&IntervalSample> = self.samples.iter().filter(|s| !s.warmup).collect();
-        let tps: Vec<f64> = measured
-            .iter()
-            .filter(|s| s.interval_s >= 0.5)
-            .map(|s| s.tps)
-            .collect();
+        // The spread of full intervals: the partial one cut by stop() is
+        // in the totals but not in the standard deviation.
+        let full = measured.len().saturating_sub(1);
+        let tps: Vec<f64> = measured[..full].iter().map(|s| s.tps).collect();
         let (_, stddev) = mean_stddev(&tps);
         let measured_s: f64 = measured.iter().map(|s| s.interval_s).sum();
         let txns: u64 = measured.iter().map(|s| s.txns).sum();
