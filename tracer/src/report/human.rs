@@ -153,6 +153,15 @@ impl<W: Write> Sink for Human<W> {
             opt_f(t.redo_p50_us, 0),
             opt_f(t.redo_p99_us, 0)
         );
+        if let Some(inside) = t.redo_fsync_in_flush {
+            let _ = writeln!(
+                self.out,
+                "{:<14} {:>12}  (+{} outside it, e.g. checkpoint writes)",
+                "  in flush fn",
+                inside,
+                t.redo_fsync.saturating_sub(inside)
+            );
+        }
         let _ = writeln!(
             self.out,
             "{:<14} {:>12}  ({} bytes)",
@@ -181,5 +190,116 @@ impl<W: Write> Sink for Human<W> {
             );
         }
         let _ = self.out.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::EndReason;
+
+    fn interval(durable: Option<u64>, inside: Option<u64>) -> Interval {
+        Interval {
+            elapsed_s: 1.0,
+            interval_s: 1.0,
+            n_write: 300,
+            durable,
+            n_flush: 100,
+            write_per_flush: Some(3.0),
+            redo_fsync: 102,
+            redo_fsync_in_flush: inside,
+            redo_p50_us: Some(150.0),
+            redo_p99_us: Some(900.0),
+            redo_writes: 100,
+            redo_write_bytes: 51200,
+            binlog_fsync: 0,
+            data_fsync: 4,
+            other_fsync: 0,
+            write_wait_p50_us: Some(3.0),
+            write_wait_p99_us: Some(1500.0),
+            flush_calls: inside,
+            lost_events: 0,
+        }
+    }
+
+    fn legend(fallback: bool) -> Legend {
+        Legend {
+            pid: 42,
+            exe: "/usr/sbin/mariadbd".into(),
+            server: Some("MariaDB 10.11.19".into()),
+            profile: None,
+            n_write_source: if fallback {
+                "ha_commit_one_phase"
+            } else {
+                "log_write_up_to"
+            }
+            .into(),
+            n_write_symbol_from: ".dynsym".into(),
+            durable_source: None,
+            n_flush_source: "redo fsync/fdatasync (kernel)".into(),
+            fsync_probe: "tracepoint".into(),
+            fallback: fallback.then(|| "log_write_up_to not found".into()),
+        }
+    }
+
+    fn render(fallback: bool, i: Interval) -> String {
+        let mut out = Vec::new();
+        let mut h = Human::new(&mut out);
+        let l = legend(fallback);
+        h.start(&l);
+        h.interval(SystemTime::now(), &i);
+        h.summary(
+            &l,
+            &Summary {
+                end: EndReason::Duration,
+                totals: i.clone(),
+                intervals: 1,
+            },
+        );
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn exact_mode_shows_every_column() {
+        let text = render(false, interval(Some(300), Some(100)));
+        let header = text.lines().find(|l| l.starts_with("time")).unwrap();
+        for col in [
+            "n_write",
+            "durable",
+            "n_flush",
+            "write/flush",
+            "redo_fsync",
+            "redo_p99_us",
+            "binlog_fsync",
+            "data_fsync",
+        ] {
+            assert!(header.contains(col), "{col} missing: {header}");
+        }
+        assert!(text.contains("ended: --duration reached"), "{text}");
+        assert!(
+            text.contains("(+2 outside it, e.g. checkpoint writes)"),
+            "{text}"
+        );
+        assert!(text.contains("write_wait"), "{text}");
+    }
+
+    #[test]
+    fn fallback_mode_is_labelled_honestly() {
+        let text = render(true, interval(None, None));
+        let header = text.lines().find(|l| l.starts_with("time")).unwrap();
+        assert!(
+            header.contains("commits") && !header.contains("n_write"),
+            "{header}"
+        );
+        let row = text.lines().nth(3).unwrap();
+        assert!(
+            row.split_whitespace().nth(2) == Some("-"),
+            "durable must be '-': {row}"
+        );
+        assert!(
+            text.contains("commit_time") && !text.contains("write_wait"),
+            "{text}"
+        );
+        assert!(!text.contains("in flush fn"), "{text}");
     }
 }
