@@ -35,10 +35,12 @@ pub enum Counter {
     SyncLost = 4,
     /// Entries/returns whose start timestamp could not be stored or found.
     TimingLost = 5,
+    /// write syscalls whose per-fd slot could not be created.
+    WriteLost = 6,
 }
 
 /// Number of `Counter` slots.
-pub const COUNTERS: u32 = 6;
+pub const COUNTERS: u32 = 7;
 
 /// Index into the `HISTS` per-CPU array.
 #[repr(u32)]

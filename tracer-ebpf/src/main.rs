@@ -10,7 +10,9 @@ use aya_ebpf::{
     macros::{kprobe, kretprobe, map, tracepoint, uprobe, uretprobe},
     maps::{HashMap, PerCpuArray, PerCpuHashMap},
     programs::{ProbeContext, RetProbeContext, TracePointContext},
+    EbpfContext,
 };
+use aya_log_ebpf::warn;
 use tracer_ebpf::{
     log2_bucket, Counter, FdStats, Hist, HistKind, PredOp, COUNTERS as N_COUNTERS,
     HISTS as N_HISTS, MAX_FDS, MAX_THREADS, NR_PWRITEV, NR_PWRITEV2,
@@ -222,9 +224,10 @@ pub fn flush_return(_ctx: RetProbeContext) -> u32 {
     0
 }
 
-/// The per-CPU stats slot of `fd`, created zeroed on first use.
+/// The per-CPU stats slot of `fd`, created zeroed on first use. A full map
+/// is counted and logged (aya-log): a rare event, never the hot path.
 #[inline(always)]
-fn fd_slot(fd: u32) -> Option<*mut FdStats> {
+fn fd_slot<C: EbpfContext>(ctx: &C, fd: u32, lost: Counter) -> Option<*mut FdStats> {
     if let Some(p) = FD_STATS.get_ptr_mut(fd) {
         return Some(p);
     }
@@ -235,7 +238,8 @@ fn fd_slot(fd: u32) -> Option<*mut FdStats> {
     let _ = FD_STATS.insert(fd, unsafe { &*zero }, BPF_NOEXIST as u64);
     let p = FD_STATS.get_ptr_mut(fd);
     if p.is_none() {
-        bump(Counter::SyncLost);
+        bump(lost);
+        warn!(ctx, "fd map full: activity on fd {} not counted", fd);
     }
     p
 }
@@ -253,7 +257,7 @@ fn sync_enter(id: u64, fd: u64) {
 }
 
 #[inline(always)]
-fn sync_exit(id: u64) {
+fn sync_exit<C: EbpfContext>(ctx: &C, id: u64) {
     let now = unsafe { bpf_ktime_get_ns() };
     let Some(start) = SYNC_START.get_ptr(id) else {
         return;
@@ -261,7 +265,7 @@ fn sync_exit(id: u64) {
     let start = unsafe { *start };
     let _ = SYNC_START.remove(id);
     let ns = now.saturating_sub(start.ts);
-    if let Some(s) = fd_slot(start.fd) {
+    if let Some(s) = fd_slot(ctx, start.fd, Counter::SyncLost) {
         let s = unsafe { &mut *s };
         s.syncs += 1;
         s.sync_ns += ns;
@@ -281,9 +285,9 @@ pub fn sync_enter_tp(ctx: TracePointContext) -> u32 {
 }
 
 #[tracepoint]
-pub fn sync_exit_tp(_ctx: TracePointContext) -> u32 {
+pub fn sync_exit_tp(ctx: TracePointContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
-    sync_exit(id);
+    sync_exit(&ctx, id);
     0
 }
 
@@ -299,9 +303,9 @@ pub fn sync_enter_kprobe(ctx: ProbeContext) -> u32 {
 }
 
 #[kretprobe]
-pub fn sync_exit_kprobe(_ctx: RetProbeContext) -> u32 {
+pub fn sync_exit_kprobe(ctx: RetProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
-    sync_exit(id);
+    sync_exit(&ctx, id);
     0
 }
 
@@ -316,7 +320,7 @@ pub fn write_syscall_tp(ctx: TracePointContext) -> u32 {
     let nr: i32 = unsafe { ctx.read_at(8) }.unwrap_or(-1);
     let fd: u64 = unsafe { ctx.read_at(16) }.unwrap_or(u64::MAX);
     let count: u64 = unsafe { ctx.read_at(32) }.unwrap_or(0);
-    if let Some(s) = fd_slot(fd as u32) {
+    if let Some(s) = fd_slot(&ctx, fd as u32, Counter::WriteLost) {
         let s = unsafe { &mut *s };
         s.writes += 1;
         if nr != NR_PWRITEV && nr != NR_PWRITEV2 {

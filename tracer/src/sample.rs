@@ -98,6 +98,9 @@ pub struct Interval {
     pub write_wait_p99_us: Option<f64>,
     /// Flush-function hits (None when it is inlined or absent).
     pub flush_calls: Option<u64>,
+    /// fsync/fdatasync calls not attributed to an fd (fd map full).
+    pub lost_syncs: u64,
+    /// Everything the kernel side could not record (syncs, writes, timings).
     pub lost_events: u64,
 }
 
@@ -185,7 +188,8 @@ impl Interval {
             write_wait_p50_us: ww.quantile_us(0.50),
             write_wait_p99_us: ww.quantile_us(0.99),
             flush_calls,
-            lost_events: d(Counter::SyncLost) + d(Counter::TimingLost),
+            lost_syncs: d(Counter::SyncLost),
+            lost_events: d(Counter::SyncLost) + d(Counter::TimingLost) + d(Counter::WriteLost),
         }
     }
 }

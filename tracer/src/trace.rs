@@ -126,7 +126,7 @@ fn verbose_report(probes: &Probes) {
 
 /// The tick loop. Returns why it ended.
 async fn run_loop(
-    probes: &Probes,
+    probes: &mut Probes,
     target: &Target,
     args: &TraceArgs,
     sink: &mut dyn Sink,
@@ -179,6 +179,7 @@ async fn run_loop(
                 if let Ok(keys) = probes.fds() {
                     fds.refresh(keys);
                 }
+                probes.drain_logs();
             }
             _ = &mut sleep_until_deadline => break EndReason::Duration,
             _ = tokio::signal::ctrl_c() => break EndReason::Interrupted,
@@ -233,7 +234,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
     }
     let target = target(&args)?;
     let plan = Plan::new(&target)?;
-    let probes = Probes::attach(&target, plan)?;
+    let mut probes = Probes::attach(&target, plan)?;
     if args.verbose {
         verbose_report(&probes);
     }
@@ -256,5 +257,13 @@ pub fn run(args: TraceArgs) -> Result<()> {
         .enable_all()
         .build()
         .map_err(|e| Error::Runtime(format!("cannot start the async runtime: {e}")))?;
-    rt.block_on(run_loop(&probes, &target, &args, sink.as_mut(), &legend))
+    let r = rt.block_on(run_loop(
+        &mut probes,
+        &target,
+        &args,
+        sink.as_mut(),
+        &legend,
+    ));
+    probes.drain_logs();
+    r
 }

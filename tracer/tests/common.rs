@@ -93,7 +93,12 @@ impl Tracer {
     }
 
     /// Stops with SIGINT (if still running) and returns all JSON lines.
-    pub fn finish(mut self, interrupt: bool) -> Vec<Value> {
+    pub fn finish(self, interrupt: bool) -> Vec<Value> {
+        self.finish_all(interrupt).0
+    }
+
+    /// Like `finish`, also returning every stderr line.
+    pub fn finish_all(mut self, interrupt: bool) -> (Vec<Value>, Vec<String>) {
         if interrupt {
             // SAFETY: signalling our own child.
             unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
@@ -113,10 +118,12 @@ impl Tracer {
             "commitscope failed ({status}): {:?}",
             self.stderr_lines
         );
-        self.stdout
+        let lines = self
+            .stdout
             .try_iter()
             .map(|l| serde_json::from_str(&l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-            .collect()
+            .collect();
+        (lines, self.stderr_lines)
     }
 }
 

@@ -238,3 +238,51 @@ fn fsync_probe_choice_and_fallback() {
         );
     }
 }
+
+/// More synced fds than the fd map holds: the overflow is counted
+/// (`lost_events`) and reported by the eBPF side through aya-log, never
+/// silently dropped.
+#[test]
+fn fd_map_overflow_is_counted_and_logged() {
+    if needs_root() || (!has_tool("gcc") && testkit::skip("gcc missing: run `cargo xtask setup`")) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (bin, _) = build(dir.path(), "FLAVOR_MARIADB1011", Variant::Unstripped);
+    let work = tempfile::tempdir().unwrap();
+    let files = tracer_ebpf::MAX_FDS + 100;
+    // Raise the fd limit for the fixture only (root may).
+    let mut fx = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -n {} && exec \"$0\" \"$@\"", files + 64))
+        .arg(&bin)
+        .arg(files.to_string())
+        .arg(work.path())
+        .arg("manyfds")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let tracer = Tracer::start(fx.id(), &[]);
+    writeln!(fx.stdin.take().unwrap(), "go").unwrap();
+    let mut line = String::new();
+    BufReader::new(fx.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(fx.wait().unwrap().success(), "fixture failed: {line}");
+    let (lines, stderr) = tracer.finish_all(false);
+    let t = &summary(&lines)["totals"];
+    let synced = t["data_fsync"].as_u64().unwrap() + t["other_fsync"].as_u64().unwrap();
+    let lost = t["lost_syncs"].as_u64().unwrap();
+    // Every sync is either attributed to an fd or counted as lost.
+    assert_eq!(synced + lost, u64::from(files), "{t} {stderr:?}");
+    assert!(lost >= 100, "{t}");
+    assert!(t["lost_events"].as_u64().unwrap() >= lost, "{t}");
+    // ... and the eBPF side said so through aya-log.
+    assert!(
+        stderr
+            .iter()
+            .any(|l| l.starts_with("commitscope: ebpf: warn: fd map full")),
+        "{stderr:?}"
+    );
+}

@@ -1,5 +1,6 @@
 //! Loads the eBPF object, attaches it to one server process, and reads the
 //! cumulative per-CPU maps on demand. Links detach when `Probes` drops.
+pub mod ebpf_log;
 pub mod kernel;
 pub mod profiles;
 pub mod symbols;
@@ -180,6 +181,7 @@ impl Snapshot {
 /// The loaded, attached programs.
 pub struct Probes {
     ebpf: Ebpf,
+    logs: Option<aya_log::EbpfLogger<ebpf_log::StderrLog>>,
     pub plan: Plan,
     pub kernel: KernelAttach,
     pub attached: Vec<AttachedProbe>,
@@ -261,6 +263,9 @@ impl Probes {
         let mut ebpf = loader
             .load(OBJECT)
             .map_err(|e| Error::Load(e.to_string()))?;
+        // Without the log map (an object built without any log call) there
+        // is simply nothing to drain.
+        let logs = aya_log::EbpfLogger::init_with_logger(&mut ebpf, ebpf_log::StderrLog).ok();
 
         let exe = target.exe.as_path();
         let mut attached = Vec::new();
@@ -288,10 +293,18 @@ impl Probes {
         let kernel = kernel::attach(&mut ebpf, target.fsync_probe)?;
         Ok(Probes {
             ebpf,
+            logs,
             plan,
             kernel,
             attached,
         })
+    }
+
+    /// Prints what the eBPF programs logged since the last call.
+    pub fn drain_logs(&mut self) {
+        if let Some(l) = self.logs.as_mut() {
+            l.flush();
+        }
     }
 
     /// The fds that have synced or written so far (cheap: keys only), so

@@ -218,6 +218,7 @@ mod tests {
             write_wait_p50_us: Some(3.0),
             write_wait_p99_us: Some(1500.0),
             flush_calls: inside,
+            lost_syncs: 0,
             lost_events: 0,
         }
     }
