@@ -66,10 +66,10 @@ pub async fn prepare(cfg: &Config, reset: bool) -> Result<()> {
     Ok(())
 }
 
-async fn drive(args: &WorkloadArgs) -> Result<Summary> {
+async fn drive(args: &WorkloadArgs, out: impl std::io::Write) -> Result<Summary> {
     let (cfg, interval, duration) = config(args)?;
     prepare(&cfg, args.reset).await?;
-    let mut out = Printer::new(std::io::stdout(), args.json);
+    let mut out = Printer::new(out, args.json);
     let mut engine = Engine::start(cfg)?;
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -109,9 +109,14 @@ async fn drive(args: &WorkloadArgs) -> Result<Summary> {
 /// Entry point: the clock and the control connection run on a
 /// single-threaded runtime; the workers are threads of their own.
 pub fn run(args: &WorkloadArgs) -> Result<Summary> {
+    run_to(args, std::io::stdout())
+}
+
+/// [`run`], printing to `out` instead of stdout.
+pub fn run_to(args: &WorkloadArgs, out: impl std::io::Write) -> Result<Summary> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Error::Runtime(format!("cannot start the async runtime: {e}")))?;
-    rt.block_on(drive(args))
+    rt.block_on(drive(args, out))
 }

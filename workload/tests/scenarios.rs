@@ -54,13 +54,41 @@ fn check_summary(s: &Summary) {
 #[test]
 fn update_commits_match_the_table() {
     let Some(srv) = server() else { return };
-    let sum = run::run(&args(
+    let mut out = Vec::new();
+    let a = args(
         &srv,
-        &["--threads", "6", "--duration", "2", "--json"],
-    ))
-    .unwrap();
+        &[
+            "--threads",
+            "6",
+            "--duration",
+            "2",
+            "--interval",
+            "0.25",
+            "--json",
+        ],
+    );
+    let sum = run::run_to(&a, &mut out).unwrap();
     check_summary(&sum);
     assert!(sum.total_txns > 100, "{sum:?}");
+    // The printed intervals add up to the summary, each with monotone
+    // percentiles, and the summary is the last line.
+    let lines: Vec<serde_json::Value> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let intervals: Vec<_> = lines.iter().filter(|l| l["type"] == "interval").collect();
+    assert!(intervals.len() >= 7, "{} intervals", intervals.len());
+    let summed: u64 = intervals.iter().map(|l| l["txns"].as_u64().unwrap()).sum();
+    assert_eq!(summed, sum.total_txns);
+    for l in &intervals {
+        let p = |k: &str| l["latency"][k].as_u64().unwrap();
+        assert!(
+            p("p50_us") <= p("p95_us") && p("p95_us") <= p("p99_us") && p("p99_us") <= p("max_us"),
+            "{l}"
+        );
+    }
+    assert_eq!(lines.last().unwrap()["type"], "summary");
     assert_eq!(
         one(&srv, "SELECT SUM(c) FROM commitscope.tb"),
         sum.total_txns

@@ -9,7 +9,7 @@ use std::{
 use anyhow::{bail, Context};
 use clap::Subcommand;
 
-use crate::util::{cargo, root, status};
+use crate::util::{cargo, root, start_trace, status};
 
 #[derive(Subcommand)]
 pub enum Which {
@@ -62,24 +62,10 @@ fn fixture_ns_per_call(bin: &Path, calls: u64, tracer: Option<&Path>) -> anyhow:
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()?;
-    let mut tr = None;
-    if let Some(cs) = tracer {
-        let mut child = Command::new(cs)
-            .args(["trace", "--json", "--pid", &fx.id().to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()?;
-        let err = child.stderr.take().context("stderr")?;
-        let mut lines = BufReader::new(err).lines();
-        loop {
-            match lines.next() {
-                Some(Ok(l)) if l.contains("tracing pid") => break,
-                Some(Ok(_)) => continue,
-                _ => bail!("commitscope trace did not attach"),
-            }
-        }
-        tr = Some(child);
-    }
+    let tr = match tracer {
+        Some(cs) => Some(start_trace(cs, fx.id(), &["--json"], Stdio::null())?),
+        None => None,
+    };
     writeln!(fx.stdin.take().context("stdin")?, "go")?;
     let mut line = String::new();
     BufReader::new(fx.stdout.take().context("stdout")?).read_line(&mut line)?;

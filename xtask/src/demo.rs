@@ -2,7 +2,6 @@
 //! until the managed-server main command lands — a throwaway server, the
 //! built-in workload, and `commitscope trace` on the same seconds.
 use std::{
-    io::{BufRead, BufReader},
     path::PathBuf,
     process::{Command, Stdio},
 };
@@ -10,7 +9,7 @@ use std::{
 use anyhow::{bail, Context};
 use clap::Args;
 
-use crate::util::{cargo, root};
+use crate::util::{cargo, root, start_trace};
 
 #[derive(Args)]
 pub struct DemoArgs {
@@ -46,28 +45,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
     let server =
         testkit::Server::start(&bin, share.as_deref(), &[]).map_err(|e| anyhow::anyhow!("{e}"))?;
     let sock = server.socket.display().to_string();
-    let mut tracer = Command::new(&cs)
-        .args(["trace", "--pid", &server.pid().to_string()])
-        .stderr(Stdio::piped())
-        .spawn()?;
-    let err = tracer.stderr.take().context("stderr")?;
-    let mut lines = BufReader::new(err).lines();
-    loop {
-        match lines.next() {
-            Some(Ok(l)) => {
-                eprintln!("{l}");
-                if l.contains("tracing pid") {
-                    break;
-                }
-            }
-            _ => bail!("commitscope trace did not attach"),
-        }
-    }
-    std::thread::spawn(move || {
-        for l in lines.map_while(Result::ok) {
-            eprintln!("{l}");
-        }
-    });
+    let mut tracer = start_trace(&cs, server.pid(), &[], Stdio::inherit())?;
     let wl = Command::new(&cs)
         .args([
             "workload",

@@ -87,7 +87,8 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     lint()?;
     // The shared eBPF types' unit tests (the crate is not a default member).
     util::cargo(&["test", "-p", "tracer-ebpf", "--lib"])?;
-    let mut a = vec!["test"];
+    // --all-targets: every test target, without empty doc-test runs.
+    let mut a = vec!["test", "--all-targets"];
     a.extend(args.iter().map(String::as_str));
     // Tests start real servers: two at a time on a 2-core machine.
     if !args.iter().any(|x| x == "--") {

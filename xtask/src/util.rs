@@ -1,7 +1,8 @@
 //! Small process helpers for the tasks.
 use std::{
-    path::PathBuf,
-    process::{Command, Stdio},
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
 };
 
 use anyhow::{bail, Context};
@@ -48,4 +49,41 @@ pub fn succeeds(cmd: &mut Command) -> bool {
 pub fn cargo(args: &[&str]) -> anyhow::Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     status(Command::new(cargo).args(args).current_dir(root()))
+}
+
+/// Starts `commitscope trace --pid PID ARGS` and returns once its probes
+/// are attached (its "tracing pid" line). Its stderr keeps being echoed
+/// to ours from a thread, so `-v` lines and errors stay visible.
+pub fn start_trace(
+    commitscope: &Path,
+    pid: u32,
+    args: &[&str],
+    stdout: Stdio,
+) -> anyhow::Result<Child> {
+    let mut child = Command::new(commitscope)
+        .args(["trace", "--pid", &pid.to_string()])
+        .args(args)
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot start commitscope trace")?;
+    let err = child.stderr.take().context("stderr")?;
+    let mut lines = BufReader::new(err).lines();
+    loop {
+        match lines.next() {
+            Some(Ok(l)) => {
+                eprintln!("{l}");
+                if l.contains("commitscope: tracing pid") {
+                    break;
+                }
+            }
+            _ => bail!("commitscope trace did not attach"),
+        }
+    }
+    std::thread::spawn(move || {
+        for l in lines.map_while(Result::ok) {
+            eprintln!("{l}");
+        }
+    });
+    Ok(child)
 }
