@@ -30,7 +30,8 @@ pub fn target(args: &TraceArgs) -> Result<Target> {
             crate::probes::symbols::Resolver::open(path, &args.debug_dir)?;
             process::pid_of(path)?
         }
-        (None, None) => unreachable!("clap requires --pid or --mysqld"),
+        // clap requires one of them; a library caller may not.
+        (None, None) => return Err(Error::Runtime("pass --pid or --mysqld".into())),
     };
     let exe = process::exe_of(pid)?;
     let server = args.server_version.as_deref().map(str::parse).transpose()?;
@@ -124,7 +125,7 @@ fn verbose_report(probes: &Probes) {
     }
 }
 
-/// The tick loop. Returns why it ended.
+/// The tick loop: one line per interval, then the summary.
 async fn run_loop(
     probes: &mut Probes,
     target: &Target,
@@ -157,8 +158,14 @@ async fn run_loop(
         }
     };
     tokio::pin!(sleep_until_deadline);
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|e| Error::Runtime(format!("cannot install the SIGTERM handler: {e}")))?;
+    // Installed once, before the loop, so no signal falls between two
+    // iterations unseen.
+    let signal = |kind| {
+        tokio::signal::unix::signal(kind)
+            .map_err(|e| Error::Runtime(format!("cannot install a signal handler: {e}")))
+    };
+    let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
 
     let end = loop {
         tokio::select! {
@@ -182,15 +189,16 @@ async fn run_loop(
                 probes.drain_logs();
             }
             _ = &mut sleep_until_deadline => break EndReason::Duration,
-            _ = tokio::signal::ctrl_c() => break EndReason::Interrupted,
+            _ = sigint.recv() => break EndReason::Interrupted,
             _ = sigterm.recv() => break EndReason::Interrupted,
         }
     };
-    // The partial last interval, so totals equal the sum of printed lines.
+    // The partial last interval (also what a dying target did after the
+    // last tick), so the totals equal the sum of the printed lines.
     let cur = probes.read()?;
     fds.refresh(cur.fds.keys().copied());
     let now = Instant::now();
-    if end != EndReason::TargetExited && cur != prev {
+    if cur != prev {
         let i = Interval::between(
             &prev,
             &cur,

@@ -176,3 +176,40 @@ fn symbolized_mariadbd_counts_exact_writes_and_flushes() {
     // Group commit happened: more than one commit per flush with 8 clients.
     assert!(t["write_per_flush"].as_f64().unwrap() > 1.0, "{ctx}");
 }
+
+/// `commitscope workload` on SIGINT: stops its workers, prints the
+/// summary, exits 0, and leaves the server with exactly what it reported.
+#[test]
+fn workload_stops_cleanly_on_sigint() {
+    let Some(bin) = testkit::system_mariadbd() else {
+        testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
+        return;
+    };
+    let Some(server) = start(&bin, None) else {
+        return;
+    };
+    let sock = server.socket.display().to_string();
+    let child = commitscope()
+        .args(["workload", "--json", "--threads", "4", "--socket", &sock])
+        .args(["--user", "root", "--defaults-file", "/dev/null"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "summary", "{text}");
+    let total = last["total_txns"].as_u64().unwrap();
+    assert!(total > 0, "{last}");
+    let sum: u64 = server
+        .query("SELECT SUM(c) FROM commitscope.tb")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(sum, total, "{last}");
+}

@@ -82,8 +82,14 @@ async fn drive(args: &WorkloadArgs, out: impl std::io::Write) -> Result<Summary>
     tokio::pin!(deadline);
     // --total-rows ends the workers by themselves: notice within 20 ms.
     let mut done_poll = tokio::time::interval(Duration::from_millis(20));
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|e| Error::Runtime(format!("cannot install the SIGTERM handler: {e}")))?;
+    // Installed once, before the loop, so no signal falls between two
+    // iterations unseen.
+    let signal = |kind| {
+        tokio::signal::unix::signal(kind)
+            .map_err(|e| Error::Runtime(format!("cannot install a signal handler: {e}")))
+    };
+    let mut int = signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let mut term = signal(tokio::signal::unix::SignalKind::terminate())?;
     loop {
         tokio::select! {
             _ = tick.tick() => {
@@ -94,7 +100,7 @@ async fn drive(args: &WorkloadArgs, out: impl std::io::Write) -> Result<Summary>
                 if engine.finished() { break; }
             }
             _ = &mut deadline => break,
-            _ = tokio::signal::ctrl_c() => break,
+            _ = int.recv() => break,
             _ = term.recv() => break,
         }
     }
