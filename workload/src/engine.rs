@@ -334,6 +334,8 @@ mod evloop {
         }
     }
 
+    /// `blocking::worker` with `.await`s: the decisions both share live
+    /// in [`Shared::settle`]; only the client calls differ.
     pub async fn worker(
         w: usize,
         cfg: Config,

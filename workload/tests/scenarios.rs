@@ -248,42 +248,25 @@ fn refuses_an_unmarked_database_and_leaves_it_untouched() {
     assert_eq!(before, after);
 }
 
+/// Workload flags for a 1 s run, no defaults file, plus `extra`.
+fn cli(extra: &[&str]) -> WorkloadArgs {
+    let mut v = vec!["t", "--defaults-file", "/dev/null", "--duration", "1"];
+    v.extend_from_slice(extra);
+    T::parse_from(v).a
+}
+
 #[test]
 fn connection_errors_are_one_line() {
     let Some(srv) = server() else { return };
     srv.query("CREATE USER 'app'@'localhost' IDENTIFIED BY 'right'")
         .unwrap();
     let sock = srv.socket.display().to_string();
-    let a = T::parse_from([
-        "t",
-        "--socket",
-        &sock,
-        "--user",
-        "app",
-        "--password",
-        "wrong",
-        "--defaults-file",
-        "/dev/null",
-        "--duration",
-        "1",
-    ])
-    .a;
+    let a = cli(&["--socket", &sock, "--user", "app", "--password", "wrong"]);
     let msg = run::run(&a).unwrap_err().to_string();
     assert!(msg.starts_with("access denied for user \"app\""), "{msg}");
     assert!(msg.contains("--password"), "{msg}");
 
-    let a = T::parse_from([
-        "t",
-        "--socket",
-        "/nonexistent/sock",
-        "--user",
-        "root",
-        "--defaults-file",
-        "/dev/null",
-        "--duration",
-        "1",
-    ])
-    .a;
+    let a = cli(&["--socket", "/nonexistent/sock", "--user", "root"]);
     let msg = run::run(&a).unwrap_err().to_string();
     assert!(
         msg.starts_with("cannot connect to the server at socket /nonexistent/sock"),
@@ -294,20 +277,7 @@ fn connection_errors_are_one_line() {
     // No CREATE privilege: named as such.
     srv.query("CREATE USER 'ro'@'localhost' IDENTIFIED BY 'pw'")
         .unwrap();
-    let a = T::parse_from([
-        "t",
-        "--socket",
-        &sock,
-        "--user",
-        "ro",
-        "--password",
-        "pw",
-        "--defaults-file",
-        "/dev/null",
-        "--duration",
-        "1",
-    ])
-    .a;
+    let a = cli(&["--socket", &sock, "--user", "ro", "--password", "pw"]);
     let msg = run::run(&a).unwrap_err().to_string();
     assert!(msg.starts_with("missing privileges"), "{msg}");
     assert!(!msg.contains('\n'), "{msg}");
