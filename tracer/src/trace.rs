@@ -20,14 +20,9 @@ pub fn target(args: &TraceArgs) -> Result<Target> {
     let pid = match (args.pid, &args.mysqld) {
         (Some(pid), _) => pid,
         (None, Some(path)) => {
-            if !path.exists() {
-                return Err(Error::Read {
-                    path: path.clone(),
-                    source: std::io::Error::from(std::io::ErrorKind::NotFound),
-                });
-            }
-            // Reject a non-ELF before looking for processes.
-            crate::probes::symbols::Resolver::open(path, &args.debug_dir)?;
+            // Reject a non-ELF before looking for processes; the symbols
+            // are read once, later, by Plan::new.
+            crate::probes::symbols::check_elf(path)?;
             process::pid_of(path)?
         }
         // clap requires one of them; a library caller may not.

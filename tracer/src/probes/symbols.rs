@@ -115,6 +115,32 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Cheap check that `path` is an ELF file: its magic number only, so a
+/// wrong `--mysqld` is refused without parsing a 30 MB binary twice.
+pub fn check_elf(path: &Path) -> Result<()> {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .map_err(|source| match source.kind() {
+            std::io::ErrorKind::UnexpectedEof => Error::NotElf {
+                path: path.to_owned(),
+                reason: "file too short".into(),
+            },
+            _ => Error::Read {
+                path: path.to_owned(),
+                source,
+            },
+        })?;
+    if magic != *b"\x7fELF" {
+        return Err(Error::NotElf {
+            path: path.to_owned(),
+            reason: "no ELF magic number".into(),
+        });
+    }
+    Ok(())
+}
+
 impl Resolver {
     /// Parses `exe` and locates its debug files under `debug_root`.
     pub fn open(exe: &Path, debug_root: &Path) -> Result<Self> {
