@@ -3,17 +3,23 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::probes::kernel::FsyncProbe;
+use crate::{probes::kernel::FsyncProbe, server::options::ServerOption};
 
+/// `commitscope [OPTIONS]` is the main command (managed server, workload,
+/// probes, joined view); the subcommands are its parts and presets.
 #[derive(Debug, Parser)]
 #[command(
     name = "commitscope",
     version,
-    about = "How InnoDB batches commits into redo flushes, counted with eBPF"
+    about = "How InnoDB batches commits into redo flushes, counted with eBPF",
+    args_conflicts_with_subcommands = true,
+    disable_help_flag = true
 )]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -23,6 +29,101 @@ pub enum Command {
     /// Drive a server with a built-in workload (no tracing).
     #[command(disable_help_flag = true)]
     Workload(workload::cli::WorkloadArgs),
+    /// The group-commit study's four scenarios, with its published ratios beside ours.
+    #[command(disable_help_flag = true)]
+    Study(StudyArgs),
+}
+
+/// The main command: workload + probes on one server, one joined line per tick.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub workload: workload::cli::WorkloadArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(flatten)]
+    pub probes: ProbeArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Which server: a managed throwaway one unless connection options are given.
+#[derive(Clone, Debug, Args)]
+pub struct ServerArgs {
+    /// Server binary for the managed server (default: mariadbd/mysqld on PATH, /usr/sbin, /usr/local/mysql/bin).
+    #[arg(long, value_name = "PATH")]
+    pub mysqld: Option<PathBuf>,
+    /// Managed server option, passed as --KEY=VALUE (repeatable), e.g. innodb_flush_log_at_trx_commit=2.
+    #[arg(long = "server-option", value_name = "KEY=VALUE", value_parser = parse_server_option)]
+    pub server_options: Vec<ServerOption>,
+    /// Keep the managed server's temp dir (datadir, error log) after the run.
+    #[arg(long)]
+    pub keep: bool,
+    /// Where the managed server's private temp dir is made (on a disk, not tmpfs).
+    #[arg(long, default_value = "/var/tmp", value_name = "DIR")]
+    pub workdir: PathBuf,
+    /// Pid of an existing server (default: the socket's peer, else @@pid_file).
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// Run the workload without probes (no root needed).
+    #[arg(long)]
+    pub no_trace: bool,
+}
+
+fn parse_server_option(s: &str) -> Result<ServerOption, String> {
+    s.parse()
+}
+
+/// How the probes find and read the server.
+#[derive(Clone, Debug, Args)]
+pub struct ProbeArgs {
+    /// Print each startup phase with its duration, and where each probe went.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Root of separate debug files (build-id and debuglink lookups).
+    #[arg(long, default_value = "/usr/lib/debug", value_name = "DIR")]
+    pub debug_dir: PathBuf,
+    /// Server flavor/version when it cannot be detected (e.g. mariadb-10.11, mysql-8.0.36).
+    #[arg(long, value_name = "VERSION")]
+    pub server_version: Option<String>,
+    /// How to count fsync/fdatasync: kprobe on do_fsync, or syscall tracepoints.
+    #[arg(long, value_enum, default_value_t = FsyncProbe::Auto)]
+    pub fsync_probe: FsyncProbe,
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct OutputArgs {
+    /// Also write one CSV row per interval (and nothing else) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct StudyArgs {
+    /// Print help (`-h` is --host, as in the mysql client).
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+    /// Seconds measured per scenario.
+    #[arg(long, default_value_t = 20.0, value_name = "SECONDS")]
+    pub duration: f64,
+    /// Seconds at the start of each scenario excluded from its figures.
+    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
+    pub warmup: f64,
+    /// Seconds per report line.
+    #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
+    pub interval: f64,
+    /// The tool's own database (created and marked by commitscope).
+    #[arg(long, default_value = "commitscope")]
+    pub database: String,
+    /// JSON lines instead of tables (each scenario's intervals and summary, then the study table).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub conn: workload::conn::ConnArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(flatten)]
+    pub probes: ProbeArgs,
 }
 
 #[derive(Debug, Args)]
@@ -43,18 +144,8 @@ pub struct TraceArgs {
     /// One JSON object per interval, then a summary object.
     #[arg(long)]
     pub json: bool,
-    /// Print which probes were attached where, and which fell back.
-    #[arg(short, long)]
-    pub verbose: bool,
-    /// Root of separate debug files (build-id and debuglink lookups).
-    #[arg(long, default_value = "/usr/lib/debug", value_name = "DIR")]
-    pub debug_dir: PathBuf,
-    /// Server flavor/version when it cannot be detected (e.g. mariadb-10.11, mysql-8.0.36).
-    #[arg(long, value_name = "VERSION")]
-    pub server_version: Option<String>,
-    /// How to count fsync/fdatasync: kprobe on do_fsync, or syscall tracepoints.
-    #[arg(long, value_enum, default_value_t = FsyncProbe::Auto)]
-    pub fsync_probe: FsyncProbe,
+    #[command(flatten)]
+    pub probes: ProbeArgs,
 }
 
 #[cfg(test)]
@@ -66,5 +157,22 @@ mod tests {
     fn cli_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn main_command_parses_without_subcommand() {
+        let c = Cli::try_parse_from([
+            "commitscope",
+            "--threads",
+            "100",
+            "--server-option",
+            "sync_binlog=1",
+        ])
+        .unwrap();
+        assert!(c.command.is_none());
+        assert_eq!(c.run.workload.threads, 100);
+        assert_eq!(c.run.server.server_options[0].to_string(), "sync_binlog=1");
+        let e = Cli::try_parse_from(["commitscope", "--server-option", "sync_binlog"]).unwrap_err();
+        assert!(e.to_string().contains("KEY=VALUE"), "{e}");
     }
 }

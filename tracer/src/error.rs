@@ -4,8 +4,11 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("commitscope {what} needs root to load eBPF programs: run it with sudo")]
-    NotRoot { what: &'static str },
+    #[error("commitscope{what} needs root to load eBPF programs: run it with sudo{hint}")]
+    NotRoot {
+        what: &'static str,
+        hint: &'static str,
+    },
 
     #[error(
         "no process with pid {pid}: check the pid of the running mysqld/mariadbd (pidof mariadbd)"
@@ -64,6 +67,45 @@ pub enum Error {
 
     #[error("reading eBPF map {map} failed: {detail}")]
     MapRead { map: &'static str, detail: String },
+
+    #[error("{detail}: install mariadb-server (apt install mariadb-server) or pass --mysqld PATH, or connect to a running server with --socket/--host")]
+    NoServerBinary { detail: String },
+
+    #[error("{} is not a MySQL/MariaDB server ({detail}): pass the server binary with --mysqld, or --server-version if it is one", path.display())]
+    NotAServer { path: PathBuf, detail: String },
+
+    #[error("no {wanted} found next to {} or on PATH to initialise a datadir: install the server's client/scripts package (apt install mariadb-server)", server.display())]
+    NoInstallScript { server: PathBuf, wanted: String },
+
+    #[error("cannot create the server's temp dir under {}: {source}; pass --workdir with a writable directory", path.display())]
+    Workdir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error("initialising the datadir failed: {detail}; check --server-option values (--keep keeps the temp dir and its init.log)")]
+    ServerInit { detail: String },
+
+    #[error("the server did not start: {detail}; check --server-option values (--keep keeps the temp dir and its error.log)")]
+    ServerStart { detail: String },
+
+    #[error("invalid --server-option {0}")]
+    BadServerOption(String),
+
+    #[error("cannot find the server's pid (no socket peer, no readable @@pid_file): pass --pid, or --no-trace to run untraced")]
+    NoServerPid,
+
+    #[error("{0}")]
+    Usage(String),
+
+    #[error("cannot write {}: {source}; pass a writable path", path.display())]
+    Output {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error("interrupted during {phase}: probes detached, server stopped, temp files removed")]
+    Interrupted { phase: &'static str },
 
     #[error("{0}")]
     Runtime(String),

@@ -7,4 +7,6 @@ pub mod probes;
 pub mod report;
 pub mod sample;
 pub mod server;
+pub mod session;
+pub mod study;
 pub mod trace;

@@ -2,7 +2,7 @@
 //! grouped by file class and log2 histograms turned into percentiles.
 use crate::{
     fds::{FdTable, FileClass},
-    probes::{Snapshot, WriteProbe},
+    probes::{Probes, Snapshot, WriteProbe},
 };
 use tracer_ebpf::{Counter, HistKind, HIST_BUCKETS};
 
@@ -130,7 +130,7 @@ impl Columns {
     }
 }
 
-fn ratio(a: u64, b: u64) -> Option<f64> {
+pub fn ratio(a: u64, b: u64) -> Option<f64> {
     (b > 0).then(|| a as f64 / b as f64)
 }
 
@@ -190,6 +190,104 @@ impl Interval {
             flush_calls,
             lost_syncs: d(Counter::SyncLost),
             lost_events: d(Counter::SyncLost) + d(Counter::TimingLost) + d(Counter::WriteLost),
+        }
+    }
+}
+
+/// Turns successive probe reads into intervals on the caller's ticks, and
+/// keeps the fd names fresh between ticks. Also remembers where a measured
+/// window began, so warmup can be left out of the totals.
+pub struct ProbeSampler {
+    cols: Columns,
+    fds: FdTable,
+    start: std::time::Instant,
+    last: std::time::Instant,
+    prev: Snapshot,
+    base: Snapshot,
+    base_at: std::time::Instant,
+}
+
+impl ProbeSampler {
+    /// Starts counting from what the maps hold now.
+    pub fn new(probes: &Probes, pid: u32) -> crate::error::Result<Self> {
+        let now = std::time::Instant::now();
+        let cur = probes.read()?;
+        let mut fds = FdTable::new(pid);
+        fds.refresh(cur.fds.keys().copied());
+        Ok(ProbeSampler {
+            cols: Columns::new(&probes.plan.write, probes.plan.flush.is_some()),
+            fds,
+            start: now,
+            last: now,
+            base: cur.clone(),
+            prev: cur,
+            base_at: now,
+        })
+    }
+
+    /// The interval since the previous tick.
+    pub fn tick(&mut self, probes: &Probes) -> crate::error::Result<Interval> {
+        let cur = probes.read()?;
+        self.fds.refresh(cur.fds.keys().copied());
+        let now = std::time::Instant::now();
+        let i = Interval::between(
+            &self.prev,
+            &cur,
+            &self.fds,
+            &self.cols,
+            (now - self.start).as_secs_f64(),
+            (now - self.last).as_secs_f64(),
+        );
+        self.prev = cur;
+        self.last = now;
+        Ok(i)
+    }
+
+    /// Names fds opened since the last look (call often: fds get reused).
+    pub fn poll_fds(&mut self, probes: &mut Probes) {
+        if let Ok(keys) = probes.fds() {
+            self.fds.refresh(keys);
+        }
+        probes.drain_logs();
+    }
+
+    /// The measured window starts at the last tick.
+    pub fn mark_base(&mut self) {
+        self.base = self.prev.clone();
+        self.base_at = self.last;
+    }
+
+    /// Totals from the measured window's start to the last tick.
+    pub fn totals(&self) -> Interval {
+        Interval::between(
+            &self.base,
+            &self.prev,
+            &self.fds,
+            &self.cols,
+            (self.last - self.start).as_secs_f64(),
+            (self.last - self.base_at).as_secs_f64(),
+        )
+    }
+}
+
+/// One tick of a traced run: the workload's and the probes' halves of the
+/// same interval (None when the run is untraced).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Joined {
+    pub workload: workload::stats::IntervalSample,
+    pub trace: Option<Interval>,
+    /// The workload's committed transactions per redo flush: true even
+    /// when n_write comes from the server-layer fallback.
+    pub commits_per_flush: Option<f64>,
+}
+
+impl Joined {
+    pub fn new(workload: workload::stats::IntervalSample, trace: Option<Interval>) -> Self {
+        let commits_per_flush = trace.as_ref().and_then(|t| ratio(workload.txns, t.n_flush));
+        Joined {
+            workload,
+            trace,
+            commits_per_flush,
         }
     }
 }

@@ -29,7 +29,12 @@ pub fn target(args: &TraceArgs) -> Result<Target> {
         (None, None) => return Err(Error::Runtime("pass --pid or --mysqld".into())),
     };
     let exe = process::exe_of(pid)?;
-    let server = args.server_version.as_deref().map(str::parse).transpose()?;
+    let server = args
+        .probes
+        .server_version
+        .as_deref()
+        .map(str::parse)
+        .transpose()?;
     if !args.interval.is_finite() || args.interval < 0.01 {
         return Err(Error::BadInterval {
             given: args.interval,
@@ -38,9 +43,9 @@ pub fn target(args: &TraceArgs) -> Result<Target> {
     Ok(Target {
         pid,
         exe,
-        debug_root: args.debug_dir.clone(),
+        debug_root: args.probes.debug_dir.clone(),
         server,
-        fsync_probe: args.fsync_probe,
+        fsync_probe: args.probes.fsync_probe,
     })
 }
 
@@ -77,7 +82,7 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
     }
 }
 
-fn verbose_report(probes: &Probes) {
+pub fn verbose_report(probes: &Probes) {
     let mut e = stderr().lock();
     for a in &probes.attached {
         let _ = writeln!(
@@ -233,12 +238,15 @@ pub fn is_root() -> bool {
 pub fn run(args: TraceArgs) -> Result<()> {
     // First: without root even /proc/<pid>/exe of the server is unreadable.
     if !is_root() {
-        return Err(Error::NotRoot { what: "trace" });
+        return Err(Error::NotRoot {
+            what: " trace",
+            hint: "",
+        });
     }
     let target = target(&args)?;
     let plan = Plan::new(&target)?;
     let mut probes = Probes::attach(&target, plan)?;
-    if args.verbose {
+    if args.probes.verbose {
         verbose_report(&probes);
     }
     if let Some(line) = probes.plan.fallback_line() {

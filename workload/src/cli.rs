@@ -14,7 +14,7 @@ pub struct WorkloadArgs {
     /// Concurrent clients (one connection each).
     #[arg(long, short = 't', default_value_t = 1)]
     pub threads: u32,
-    /// Stop after this many seconds (default: until Ctrl-C, or --total-rows).
+    /// Seconds measured after the warmup (default: until Ctrl-C, or --total-rows).
     #[arg(long, value_name = "SECONDS")]
     pub duration: Option<f64>,
     /// Seconds at the start excluded from the summary.

@@ -70,12 +70,14 @@ async fn drive(args: &WorkloadArgs, out: impl std::io::Write) -> Result<Summary>
     let (cfg, interval, duration) = config(args)?;
     prepare(&cfg, args.reset).await?;
     let mut out = Printer::new(out, args.json);
+    let warmup = cfg.warmup;
     let mut engine = Engine::start(cfg)?;
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // --duration is the measured time, after the warmup (as tpcc-mysql's -l after -r).
     let deadline = async {
         match duration {
-            Some(d) => tokio::time::sleep(d).await,
+            Some(d) => tokio::time::sleep(d + warmup).await,
             None => std::future::pending().await,
         }
     };

@@ -38,11 +38,11 @@ pub fn clock(at: SystemTime) -> String {
     format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
 }
 
-fn opt_f(v: Option<f64>, prec: usize) -> String {
+pub(crate) fn opt_f(v: Option<f64>, prec: usize) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.prec$}"))
 }
 
-fn opt_u(v: Option<u64>) -> String {
+pub(crate) fn opt_u(v: Option<u64>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
@@ -107,89 +107,90 @@ impl<W: Write> Sink for Human<W> {
     }
 
     fn summary(&mut self, l: &Legend, s: &Summary) {
-        let t = &s.totals;
-        let secs = t.interval_s.max(1e-9);
-        let nw = if self.fallback { "commits" } else { "n_write" };
         let _ = writeln!(
             self.out,
             "\n== summary: {:.1} s, ended: {} ==",
-            t.interval_s,
+            s.totals.interval_s,
             s.end.describe()
         );
-        let _ = writeln!(
-            self.out,
-            "{nw:<14} {:>12}  ({:.1}/s)  [{}]",
-            t.n_write,
-            t.n_write as f64 / secs,
-            l.n_write_source
-        );
-        if let Some(d) = t.durable {
-            let _ = writeln!(
-                self.out,
-                "{:<14} {d:>12}  ({:.1}/s)",
-                "durable",
-                d as f64 / secs
-            );
-        }
-        let _ = writeln!(
-            self.out,
-            "{:<14} {:>12}  ({:.1}/s)  [{}]",
-            "n_flush",
-            t.n_flush,
-            t.n_flush as f64 / secs,
-            l.n_flush_source
-        );
-        let _ = writeln!(
-            self.out,
-            "{:<14} {:>12}",
-            "write/flush",
-            opt_f(t.write_per_flush, 2)
-        );
-        let _ = writeln!(
-            self.out,
-            "{:<14} {:>12}  p50 {} us  p99 {} us",
-            "redo_fsync",
-            t.redo_fsync,
-            opt_f(t.redo_p50_us, 0),
-            opt_f(t.redo_p99_us, 0)
-        );
-        if let Some(inside) = t.redo_fsync_in_flush {
-            let _ = writeln!(
-                self.out,
-                "{:<14} {:>12}  (+{} outside it, e.g. checkpoint writes)",
-                "  in flush fn",
-                inside,
-                t.redo_fsync.saturating_sub(inside)
-            );
-        }
-        let _ = writeln!(
-            self.out,
-            "{:<14} {:>12}  ({} bytes)",
-            "redo_writes", t.redo_writes, t.redo_write_bytes
-        );
-        let _ = writeln!(self.out, "{:<14} {:>12}", "binlog_fsync", t.binlog_fsync);
-        let _ = writeln!(self.out, "{:<14} {:>12}", "data_fsync", t.data_fsync);
-        let _ = writeln!(self.out, "{:<14} {:>12}", "other_fsync", t.other_fsync);
-        // In fallback mode the timed function is the server-layer commit.
-        let _ = writeln!(
-            self.out,
-            "{:<14} p50 {} us  p99 {} us",
-            if self.fallback {
-                "commit_time"
-            } else {
-                "write_wait"
-            },
-            opt_f(t.write_wait_p50_us, 0),
-            opt_f(t.write_wait_p99_us, 0)
-        );
-        if t.lost_events > 0 {
-            let _ = writeln!(
-                self.out,
-                "{:<14} {:>12}  (map full: counts are lower bounds)",
-                "lost_events", t.lost_events
-            );
-        }
+        probe_totals(&mut self.out, l, &s.totals);
         let _ = self.out.flush();
+    }
+}
+
+/// The probe half of a summary: counts, rates, ratios, latencies. Shared
+/// by `trace` and the main command.
+pub fn probe_totals(out: &mut impl Write, l: &Legend, t: &Interval) {
+    let fallback = l.fallback.is_some();
+    let secs = t.interval_s.max(1e-9);
+    let nw = if fallback { "commits" } else { "n_write" };
+    let _ = writeln!(
+        out,
+        "{nw:<14} {:>12}  ({:.1}/s)  [{}]",
+        t.n_write,
+        t.n_write as f64 / secs,
+        l.n_write_source
+    );
+    if let Some(d) = t.durable {
+        let _ = writeln!(out, "{:<14} {d:>12}  ({:.1}/s)", "durable", d as f64 / secs);
+    }
+    let _ = writeln!(
+        out,
+        "{:<14} {:>12}  ({:.1}/s)  [{}]",
+        "n_flush",
+        t.n_flush,
+        t.n_flush as f64 / secs,
+        l.n_flush_source
+    );
+    let _ = writeln!(
+        out,
+        "{:<14} {:>12}",
+        "write/flush",
+        opt_f(t.write_per_flush, 2)
+    );
+    let _ = writeln!(
+        out,
+        "{:<14} {:>12}  p50 {} us  p99 {} us",
+        "redo_fsync",
+        t.redo_fsync,
+        opt_f(t.redo_p50_us, 0),
+        opt_f(t.redo_p99_us, 0)
+    );
+    if let Some(inside) = t.redo_fsync_in_flush {
+        let _ = writeln!(
+            out,
+            "{:<14} {:>12}  (+{} outside it, e.g. checkpoint writes)",
+            "  in flush fn",
+            inside,
+            t.redo_fsync.saturating_sub(inside)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{:<14} {:>12}  ({} bytes)",
+        "redo_writes", t.redo_writes, t.redo_write_bytes
+    );
+    let _ = writeln!(out, "{:<14} {:>12}", "binlog_fsync", t.binlog_fsync);
+    let _ = writeln!(out, "{:<14} {:>12}", "data_fsync", t.data_fsync);
+    let _ = writeln!(out, "{:<14} {:>12}", "other_fsync", t.other_fsync);
+    // In fallback mode the timed function is the server-layer commit.
+    let _ = writeln!(
+        out,
+        "{:<14} p50 {} us  p99 {} us",
+        if fallback {
+            "commit_time"
+        } else {
+            "write_wait"
+        },
+        opt_f(t.write_wait_p50_us, 0),
+        opt_f(t.write_wait_p99_us, 0)
+    );
+    if t.lost_events > 0 {
+        let _ = writeln!(
+            out,
+            "{:<14} {:>12}  (map full: counts are lower bounds)",
+            "lost_events", t.lost_events
+        );
     }
 }
 

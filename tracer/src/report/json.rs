@@ -7,8 +7,8 @@ use std::{
 
 use serde_json::json;
 
-use super::{Legend, Sink, Summary};
-use crate::sample::Interval;
+use super::{Legend, RunHeader, RunSink, RunSummary, Sink, Summary};
+use crate::sample::{Interval, Joined};
 
 pub struct Json<W: Write> {
     out: W,
@@ -51,5 +51,41 @@ impl<W: Write> Sink for Json<W> {
             "legend": l,
             "totals": s.totals,
         }));
+    }
+}
+
+/// The main command: a start object, one `tick` object per interval
+/// (`workload` and `trace` halves), then a `summary` object.
+impl<W: Write> RunSink for Json<W> {
+    fn start(&mut self, h: &RunHeader, cfg: &workload::engine::Config) {
+        self.line(json!({
+            "type": "start",
+            "header": h,
+            "scenario": cfg.scenario,
+            "threads": cfg.threads,
+            "warmup_s": cfg.warmup.as_secs_f64(),
+        }));
+    }
+
+    fn tick(&mut self, at: SystemTime, j: &Joined) {
+        let ts = at
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        let mut v = serde_json::to_value(j).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("type".into(), json!("tick"));
+            o.insert("unix_time".into(), json!(ts));
+        }
+        self.line(v);
+    }
+
+    fn summary(&mut self, h: &RunHeader, s: &RunSummary) {
+        let mut v = serde_json::to_value(s).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("type".into(), json!("summary"));
+            o.insert("header".into(), json!(h));
+        }
+        self.line(v);
     }
 }

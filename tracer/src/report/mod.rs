@@ -1,10 +1,18 @@
-//! Output sinks for `trace`: one file per format. None of them imports aya.
+//! Output sinks: one file per format. None of them imports aya.
+//! `trace` prints [`Interval`]s through [`Sink`]; the main command prints
+//! [`Joined`] ticks (workload + probes) through [`RunSink`].
+pub mod csv;
 pub mod human;
 pub mod json;
+pub mod live;
 
-use std::time::SystemTime;
+use std::{path::Path, time::SystemTime};
 
-use crate::sample::Interval;
+use crate::{
+    error::{Error, Result},
+    sample::{ratio, Interval, Joined},
+    server::status::Check,
+};
 
 /// Why a run ended: said in the summary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -16,6 +24,8 @@ pub enum EndReason {
     Duration,
     /// The traced process exited.
     TargetExited,
+    /// The workload ended by itself (`--total-rows`).
+    WorkloadDone,
 }
 
 impl EndReason {
@@ -24,6 +34,7 @@ impl EndReason {
             EndReason::Interrupted => "interrupted (Ctrl-C)",
             EndReason::Duration => "--duration reached",
             EndReason::TargetExited => "the traced process exited",
+            EndReason::WorkloadDone => "the workload finished (--total-rows)",
         }
     }
 }
@@ -60,4 +71,83 @@ pub trait Sink {
     fn start(&mut self, legend: &Legend);
     fn interval(&mut self, at: SystemTime, i: &Interval);
     fn summary(&mut self, legend: &Legend, s: &Summary);
+}
+
+/// What a run is about, said once at start and again in the summary.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RunHeader {
+    /// "10.11.19-MariaDB (managed: /usr/sbin/mariadbd, pid 123)".
+    pub server: String,
+    /// What the probe columns count (None: untraced).
+    pub legend: Option<Legend>,
+    /// `--server-option`s of a managed server.
+    pub options: Vec<String>,
+}
+
+/// The end of a main-command run, over the measured window.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RunSummary {
+    pub end: EndReason,
+    pub workload: workload::stats::Summary,
+    pub trace: Option<Interval>,
+    /// Measured commits per redo flush.
+    pub commits_per_flush: Option<f64>,
+    /// The server's own counters beside ours.
+    pub checks: Vec<Check>,
+}
+
+impl RunSummary {
+    pub fn new(
+        end: EndReason,
+        workload: workload::stats::Summary,
+        trace: Option<Interval>,
+        checks: Vec<Check>,
+    ) -> Self {
+        let commits_per_flush = trace.as_ref().and_then(|t| ratio(workload.txns, t.n_flush));
+        RunSummary {
+            end,
+            workload,
+            trace,
+            commits_per_flush,
+            checks,
+        }
+    }
+}
+
+pub trait RunSink {
+    fn start(&mut self, h: &RunHeader, cfg: &workload::engine::Config);
+    fn tick(&mut self, at: SystemTime, j: &Joined);
+    fn summary(&mut self, h: &RunHeader, s: &RunSummary);
+}
+
+/// Several sinks fed the same records (stdout table or JSON, plus CSV).
+pub struct Tee(pub Vec<Box<dyn RunSink>>);
+
+impl RunSink for Tee {
+    fn start(&mut self, h: &RunHeader, cfg: &workload::engine::Config) {
+        self.0.iter_mut().for_each(|s| s.start(h, cfg));
+    }
+    fn tick(&mut self, at: SystemTime, j: &Joined) {
+        self.0.iter_mut().for_each(|s| s.tick(at, j));
+    }
+    fn summary(&mut self, h: &RunHeader, s: &RunSummary) {
+        self.0.iter_mut().for_each(|k| k.summary(h, s));
+    }
+}
+
+/// stdout as a table (or JSON lines), plus `--csv FILE` when given.
+pub fn run_sinks(json: bool, csv: Option<&Path>) -> Result<Box<dyn RunSink>> {
+    let mut v: Vec<Box<dyn RunSink>> = vec![if json {
+        Box::new(json::Json::new(std::io::stdout()))
+    } else {
+        Box::new(live::Live::new(std::io::stdout()))
+    }];
+    if let Some(p) = csv {
+        let f = std::fs::File::create(p).map_err(|source| Error::Output {
+            path: p.to_owned(),
+            source,
+        })?;
+        v.push(Box::new(csv::Csv::new(std::io::BufWriter::new(f))));
+    }
+    Ok(Box::new(Tee(v)))
 }

@@ -1,2 +1,8 @@
-//! The traced server process. (The managed throwaway server lands here too.)
+//! The server side of a run: the managed throwaway server (find the binary,
+//! init, start, stop), an existing server's pid, and its status counters.
+pub mod existing;
+pub mod locate;
+pub mod managed;
+pub mod options;
 pub mod process;
+pub mod status;

@@ -1,0 +1,131 @@
+//! `--csv FILE`: one row per tick, every number of both halves, for a
+//! spreadsheet or a plotting script. Empty cells where a value is absent.
+use std::{io::Write, time::SystemTime};
+
+use super::{RunHeader, RunSink, RunSummary};
+use crate::sample::Joined;
+
+const COLUMNS: &[&str] = &[
+    "unix_time",
+    "elapsed_s",
+    "interval_s",
+    "warmup",
+    "txns",
+    "tps",
+    "p50_us",
+    "p95_us",
+    "p99_us",
+    "max_us",
+    "errors",
+    "retries",
+    "n_write",
+    "durable",
+    "n_flush",
+    "write_per_flush",
+    "commits_per_flush",
+    "redo_fsync",
+    "redo_fsync_in_flush",
+    "redo_p50_us",
+    "redo_p99_us",
+    "redo_writes",
+    "redo_write_bytes",
+    "binlog_fsync",
+    "data_fsync",
+    "other_fsync",
+    "lost_events",
+];
+
+pub struct Csv<W: Write> {
+    out: W,
+}
+
+impl<W: Write> Csv<W> {
+    pub fn new(out: W) -> Self {
+        Csv { out }
+    }
+}
+
+fn cell<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// The row for one tick, in [`COLUMNS`] order.
+pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
+    let w = &j.workload;
+    let t = j.trace.as_ref();
+    let unix = at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    vec![
+        format!("{unix:.3}"),
+        format!("{:.3}", w.elapsed_s),
+        format!("{:.3}", w.interval_s),
+        u8::from(w.warmup).to_string(),
+        w.txns.to_string(),
+        format!("{:.1}", w.tps),
+        w.latency.p50_us.to_string(),
+        w.latency.p95_us.to_string(),
+        w.latency.p99_us.to_string(),
+        w.latency.max_us.to_string(),
+        w.errors.to_string(),
+        w.retries.to_string(),
+        cell(t.map(|t| t.n_write)),
+        cell(t.and_then(|t| t.durable)),
+        cell(t.map(|t| t.n_flush)),
+        cell(t.and_then(|t| t.write_per_flush).map(|v| format!("{v:.3}"))),
+        cell(j.commits_per_flush.map(|v| format!("{v:.3}"))),
+        cell(t.map(|t| t.redo_fsync)),
+        cell(t.and_then(|t| t.redo_fsync_in_flush)),
+        cell(t.and_then(|t| t.redo_p50_us).map(|v| format!("{v:.1}"))),
+        cell(t.and_then(|t| t.redo_p99_us).map(|v| format!("{v:.1}"))),
+        cell(t.map(|t| t.redo_writes)),
+        cell(t.map(|t| t.redo_write_bytes)),
+        cell(t.map(|t| t.binlog_fsync)),
+        cell(t.map(|t| t.data_fsync)),
+        cell(t.map(|t| t.other_fsync)),
+        cell(t.map(|t| t.lost_events)),
+    ]
+}
+
+impl<W: Write> RunSink for Csv<W> {
+    fn start(&mut self, _: &RunHeader, _: &workload::engine::Config) {
+        let _ = writeln!(self.out, "{}", COLUMNS.join(","));
+    }
+
+    fn tick(&mut self, at: SystemTime, j: &Joined) {
+        let _ = writeln!(self.out, "{}", row(at, j).join(","));
+        let _ = self.out.flush();
+    }
+
+    fn summary(&mut self, _: &RunHeader, _: &RunSummary) {
+        let _ = self.out.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn untraced_row_has_every_column() {
+        let j = Joined::new(
+            workload::stats::IntervalSample {
+                tick: 1,
+                elapsed_s: 1.0,
+                interval_s: 1.0,
+                warmup: false,
+                txns: 10,
+                tps: 10.0,
+                latency: Default::default(),
+                errors: 0,
+                retries: 0,
+            },
+            None,
+        );
+        let r = row(SystemTime::now(), &j);
+        assert_eq!(r.len(), COLUMNS.len());
+        assert_eq!(r[4], "10");
+        assert_eq!(r[12], "");
+    }
+}

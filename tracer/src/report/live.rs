@@ -1,0 +1,196 @@
+//! The main command's terminal view: the workload's and the probes' halves
+//! of each tick on one line, header repeated every 20 lines, then one
+//! summary block with the server's own counters beside ours.
+use std::{io::Write, time::SystemTime};
+
+use super::{
+    human::{clock, opt_f, probe_totals},
+    RunHeader, RunSink, RunSummary,
+};
+use crate::sample::Joined;
+
+pub struct Live<W: Write> {
+    out: W,
+    lines: u64,
+    fallback: bool,
+}
+
+impl<W: Write> Live<W> {
+    pub fn new(out: W) -> Self {
+        Live {
+            out,
+            lines: 0,
+            fallback: false,
+        }
+    }
+
+    fn header(&mut self) {
+        let _ = writeln!(
+            self.out,
+            "{:<8}  {:>9}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}",
+            "time",
+            "tps",
+            "p99_ms",
+            if self.fallback {
+                "srv_commits"
+            } else {
+                "n_write"
+            },
+            "n_flush",
+            "write/flush",
+            "commits/flush",
+            "redo_p99_us",
+            "binlog_fsync"
+        );
+    }
+}
+
+fn ms(us: u64) -> String {
+    format!("{:.2}", us as f64 / 1000.0)
+}
+
+impl<W: Write> RunSink for Live<W> {
+    fn start(&mut self, h: &RunHeader, cfg: &workload::engine::Config) {
+        self.fallback = h.legend.as_ref().is_some_and(|l| l.fallback.is_some());
+        let _ = writeln!(
+            self.out,
+            "# server: {}{}",
+            h.server,
+            if h.options.is_empty() {
+                String::new()
+            } else {
+                format!("; options: {}", h.options.join(" "))
+            }
+        );
+        let _ = writeln!(
+            self.out,
+            "# workload: {}, {} clients{}",
+            cfg.scenario,
+            cfg.threads,
+            if cfg.warmup.is_zero() {
+                String::new()
+            } else {
+                format!(
+                    ", warmup {:.1} s (marked, left out of the summary)",
+                    cfg.warmup.as_secs_f64()
+                )
+            }
+        );
+        match &h.legend {
+            Some(l) => {
+                let _ = writeln!(
+                    self.out,
+                    "# {}: calls of {}; n_flush: {}; commits/flush: the workload's commits per n_flush; fsync probe: {}",
+                    if self.fallback { "srv_commits" } else { "n_write" },
+                    l.n_write_source,
+                    l.n_flush_source,
+                    l.fsync_probe
+                );
+            }
+            None => {
+                let _ = writeln!(self.out, "# untraced: probe columns are '-'");
+            }
+        }
+        let _ = self.out.flush();
+    }
+
+    fn tick(&mut self, at: SystemTime, j: &Joined) {
+        if self.lines.is_multiple_of(20) {
+            self.header();
+        }
+        self.lines += 1;
+        let w = &j.workload;
+        let t = j.trace.as_ref();
+        let u = |f: &dyn Fn(&crate::sample::Interval) -> u64| {
+            t.map_or_else(|| "-".to_string(), |t| f(t).to_string())
+        };
+        let _ = writeln!(
+            self.out,
+            "{:<8}  {:>9.1}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}{}",
+            clock(at),
+            w.tps,
+            ms(w.latency.p99_us),
+            u(&|t| t.n_write),
+            u(&|t| t.n_flush),
+            opt_f(t.and_then(|t| t.write_per_flush), 2),
+            opt_f(j.commits_per_flush, 2),
+            opt_f(t.and_then(|t| t.redo_p99_us), 0),
+            u(&|t| t.binlog_fsync),
+            if w.warmup { "  (warmup)" } else { "" }
+        );
+        let _ = self.out.flush();
+    }
+
+    fn summary(&mut self, h: &RunHeader, s: &RunSummary) {
+        let w = &s.workload;
+        let o = &mut self.out;
+        let _ = writeln!(
+            o,
+            "\n== summary: {}, {} clients, {:.1} s measured{}, ended: {} ==",
+            w.scenario,
+            w.threads,
+            w.measured_s,
+            if w.warmup_s > 0.0 {
+                format!(" (warmup {:.1} s left out)", w.warmup_s)
+            } else {
+                String::new()
+            },
+            s.end.describe()
+        );
+        let _ = writeln!(o, "{:<14} {}", "server", h.server);
+        let _ = writeln!(
+            o,
+            "{:<14} {:>12}  ({:.1} tps)  latency ms: p50 {}  p95 {}  p99 {}  max {}",
+            "transactions",
+            w.txns,
+            w.mean_tps,
+            ms(w.latency.p50_us),
+            ms(w.latency.p95_us),
+            ms(w.latency.p99_us),
+            ms(w.latency.max_us)
+        );
+        if w.errors > 0 || w.retries > 0 {
+            let codes: Vec<String> = w
+                .errors_by_code
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect();
+            let _ = writeln!(
+                o,
+                "{:<14} {:>12}  ({})  retries {}",
+                "errors",
+                w.errors,
+                codes.join(", "),
+                w.retries
+            );
+        }
+        if let (Some(t), Some(l)) = (&s.trace, &h.legend) {
+            probe_totals(o, l, t);
+            let _ = writeln!(
+                o,
+                "{:<14} {:>12}  (the workload's commits per n_flush)",
+                "commits/flush",
+                opt_f(s.commits_per_flush, 2)
+            );
+        }
+        if !s.checks.is_empty() {
+            let _ = writeln!(
+                o,
+                "server counters over the same window (SHOW GLOBAL STATUS):"
+            );
+            for c in &s.checks {
+                let _ = writeln!(
+                    o,
+                    "  {:<22} {:>10}   ours {:>10}  {:<26} {}",
+                    c.counter,
+                    c.server,
+                    c.ours,
+                    c.ours_is.label(),
+                    c.diff_pct
+                        .map_or_else(|| "-".into(), |d| format!("{d:+.1} %"))
+                );
+            }
+        }
+        let _ = o.flush();
+    }
+}

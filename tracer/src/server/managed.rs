@@ -1,0 +1,389 @@
+//! The managed throwaway server: a private temp dir (mode 0700) with the
+//! datadir, socket and logs; initialised with the server's own method,
+//! started with `--no-defaults --skip-networking`, and torn down on drop —
+//! so success, an error and Ctrl-C all leave nothing behind.
+use std::{
+    fs,
+    os::unix::{fs::PermissionsExt, process::CommandExt},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use super::{
+    locate::{InitMethod, ServerBinary},
+    options::ServerOption,
+};
+use crate::error::{Error, Result};
+
+/// How long a server may take to initialise or to accept connections.
+const STARTUP_LIMIT: Duration = Duration::from_secs(300);
+/// How long a clean shutdown may take before the server is killed.
+const SHUTDOWN_LIMIT: Duration = Duration::from_secs(60);
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+
+#[derive(Clone, Debug)]
+pub struct ManagedConfig {
+    pub binary: ServerBinary,
+    pub options: Vec<ServerOption>,
+    /// Parent of the private temp dir.
+    pub workdir: PathBuf,
+    /// Keep the temp dir (datadir, error log) after the run.
+    pub keep: bool,
+    pub verbose: bool,
+}
+
+/// The private temp dir; removed on drop unless kept.
+struct WorkDir {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if self.keep {
+            eprintln!("commitscope: kept {}", self.path.display());
+        } else {
+            let _ = fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// A child in its own process group, killed with its whole group on drop:
+/// `mariadb-install-db` is a script whose bootstrap server is a grandchild.
+struct Group(Child);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            // SAFETY: signalling the process group we created.
+            unsafe { libc::killpg(self.0.id() as i32, libc::SIGKILL) };
+            let _ = self.0.wait();
+        }
+    }
+}
+
+pub struct Managed {
+    pub cfg: ManagedConfig,
+    pub socket: PathBuf,
+    pub log: PathBuf,
+    data: PathBuf,
+    tmp: PathBuf,
+    child: Option<Child>,
+    // Declared last: dropped after the server is stopped.
+    dir: WorkDir,
+}
+
+/// RAM / 4, at most 1 GiB: the buffer pool of the managed server.
+pub fn buffer_pool_bytes() -> u64 {
+    // SAFETY: sysinfo fills the zeroed struct we pass.
+    let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
+    let ram = if unsafe { libc::sysinfo(&mut si) } == 0 {
+        si.totalram as u64 * u64::from(si.mem_unit)
+    } else {
+        0
+    };
+    (ram / 4).clamp(128 << 20, 1 << 30)
+}
+
+/// True when `dir` is on tmpfs, where fsync costs nothing.
+fn on_tmpfs(dir: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: a valid C string and a zeroed out-struct.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    unsafe { libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as i64 == TMPFS_MAGIC }
+}
+
+/// The lines of a server log worth showing: its [ERROR]s, else the tail.
+pub fn log_errors(text: &str) -> String {
+    let errors: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("[ERROR]"))
+        .map(|l| l.split_once("[ERROR]").map_or(l, |(_, r)| r).trim())
+        .collect();
+    let pick: Vec<&str> = if errors.is_empty() {
+        let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        all[all.len().saturating_sub(3)..].to_vec()
+    } else {
+        errors[errors.len().saturating_sub(4)..].to_vec()
+    };
+    if pick.is_empty() {
+        "no error log output".into()
+    } else {
+        pick.join(" | ")
+    }
+}
+
+fn read_log(p: &Path) -> String {
+    fs::read_to_string(p).unwrap_or_default()
+}
+
+impl Managed {
+    /// Creates the private temp dir; nothing runs yet.
+    pub fn new(cfg: ManagedConfig) -> Result<Managed> {
+        let wd_err = |source| Error::Workdir {
+            path: cfg.workdir.clone(),
+            source,
+        };
+        // tempfile creates it with mode 0700.
+        let dir = tempfile::Builder::new()
+            .prefix("commitscope-")
+            .tempdir_in(&cfg.workdir)
+            .map_err(wd_err)?
+            .keep();
+        let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o700));
+        let wd = WorkDir {
+            path: dir.clone(),
+            keep: cfg.keep,
+        };
+        let tmp = dir.join("tmp");
+        fs::create_dir_all(&tmp).map_err(wd_err)?;
+        if on_tmpfs(&dir) {
+            eprintln!(
+                "commitscope: warning: {} is on tmpfs, where fsync costs nothing and commits need no grouping; pass --workdir on a disk",
+                cfg.workdir.display()
+            );
+        }
+        Ok(Managed {
+            socket: dir.join("mysqld.sock"),
+            log: dir.join("error.log"),
+            data: dir.join("data"),
+            tmp,
+            child: None,
+            dir: wd,
+            cfg,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir.path
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    fn as_root() -> bool {
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() == 0 }
+    }
+
+    /// Options every invocation of the server binary gets.
+    fn common_args(&self) -> Vec<String> {
+        let b = &self.cfg.binary;
+        let mut a = vec![
+            "--no-defaults".to_string(),
+            format!("--datadir={}", self.data.display()),
+            format!("--basedir={}", b.basedir.display()),
+        ];
+        if let Some(m) = &b.messages {
+            a.push(format!("--lc-messages-dir={}", m.display()));
+        }
+        if Self::as_root() {
+            a.push("--user=root".into());
+        }
+        a
+    }
+
+    /// Initialises the datadir. Cancel-safe: dropping the future kills the
+    /// whole init process group.
+    pub async fn init(&mut self) -> Result<()> {
+        let b = &self.cfg.binary;
+        let init_log = self.dir.path.join("init.log");
+        let log_file = fs::File::create(&init_log).map_err(|source| Error::Workdir {
+            path: init_log.clone(),
+            source,
+        })?;
+        let mut cmd = match b.init_method()? {
+            InitMethod::InitializeInsecure => {
+                let mut c = Command::new(&b.path);
+                c.args(self.common_args())
+                    .arg("--initialize-insecure")
+                    .arg(format!("--log-error={}", init_log.display()));
+                c
+            }
+            InitMethod::InstallScript { script, own } => {
+                let mut c = Command::new(script);
+                c.arg("--no-defaults")
+                    .arg(format!("--datadir={}", self.data.display()))
+                    .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
+                if own {
+                    c.arg(format!("--basedir={}", b.basedir.display()));
+                }
+                if Self::as_root() {
+                    c.arg("--user=root");
+                }
+                c
+            }
+        };
+        // Options that shape the datadir (page size, log files) must be
+        // there at creation too.
+        cmd.args(self.cfg.options.iter().map(ServerOption::arg))
+            .env("TMPDIR", &self.tmp)
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().map_err(|source| Error::Workdir {
+                path: init_log.clone(),
+                source,
+            })?)
+            .stderr(log_file)
+            .process_group(0);
+        let what = cmd.get_program().to_string_lossy().into_owned();
+        let child = cmd.spawn().map_err(|e| Error::ServerInit {
+            detail: format!("cannot run {what}: {e}"),
+        })?;
+        let mut group = Group(child);
+        let deadline = Instant::now() + STARTUP_LIMIT;
+        loop {
+            if let Some(st) = group.0.try_wait().map_err(|e| Error::ServerInit {
+                detail: e.to_string(),
+            })? {
+                if st.success() {
+                    return Ok(());
+                }
+                return Err(Error::ServerInit {
+                    detail: format!(
+                        "{what} exited with {st}: {}",
+                        log_errors(&read_log(&init_log))
+                    ),
+                });
+            }
+            if Instant::now() > deadline {
+                return Err(Error::ServerInit {
+                    detail: format!("{what} did not finish in {} s", STARTUP_LIMIT.as_secs()),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Starts the server and waits until it accepts connections on the
+    /// socket. Cancel-safe: the child is owned by `self`, stopped on drop.
+    pub async fn start(&mut self) -> Result<()> {
+        let b = &self.cfg.binary;
+        let mut cmd = Command::new(&b.path);
+        cmd.args(self.common_args())
+            .arg(format!("--socket={}", self.socket.display()))
+            .arg(format!(
+                "--pid-file={}",
+                self.dir.path.join("mysqld.pid").display()
+            ))
+            .arg(format!("--log-error={}", self.log.display()))
+            .arg(format!("--tmpdir={}", self.tmp.display()))
+            .arg("--skip-networking")
+            .arg(format!("--innodb-buffer-pool-size={}", buffer_pool_bytes()))
+            .args(self.cfg.options.iter().map(ServerOption::arg))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            // Its own group: a terminal's Ctrl-C reaches commitscope only,
+            // which then detaches the probes before stopping the server.
+            .process_group(0);
+        let child = cmd.spawn().map_err(|e| Error::ServerStart {
+            detail: format!("cannot run {}: {e}", b.path.display()),
+        })?;
+        self.child = Some(child);
+        let deadline = Instant::now() + STARTUP_LIMIT;
+        loop {
+            if let Some(c) = self.child.as_mut() {
+                if let Ok(Some(st)) = c.try_wait() {
+                    self.child = None;
+                    return Err(Error::ServerStart {
+                        detail: format!(
+                            "the server exited ({st}): {}",
+                            log_errors(&read_log(&self.log))
+                        ),
+                    });
+                }
+            }
+            if self.socket.exists() && self.ping().await {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(Error::ServerStart {
+                    detail: format!(
+                        "no connection in {} s: {}",
+                        STARTUP_LIMIT.as_secs(),
+                        log_errors(&read_log(&self.log))
+                    ),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn ping(&self) -> bool {
+        let opts = mysql_async::OptsBuilder::default()
+            .socket(Some(self.socket.display().to_string()))
+            .user(Some("root"))
+            .prefer_socket(false);
+        match mysql_async::Conn::new(opts).await {
+            Ok(c) => {
+                let _ = c.disconnect().await;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The connection options of the managed server.
+    pub fn conn_args(&self) -> workload::conn::ConnArgs {
+        workload::conn::ConnArgs {
+            socket: Some(self.socket.clone()),
+            user: Some("root".into()),
+            defaults_file: Some("/dev/null".into()),
+            ..Default::default()
+        }
+    }
+
+    /// Clean shutdown (SIGTERM), killed after a timeout. Idempotent.
+    pub fn stop(&mut self) -> Option<Duration> {
+        let mut c = self.child.take()?;
+        let t0 = Instant::now();
+        // SAFETY: signalling our own child by pid.
+        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        let deadline = t0 + SHUTDOWN_LIMIT;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = c.try_wait() {
+                return Some(t0.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!(
+            "commitscope: the server did not shut down in {} s: killed",
+            SHUTDOWN_LIMIT.as_secs()
+        );
+        let _ = c.kill();
+        let _ = c.wait();
+        Some(t0.elapsed())
+    }
+}
+
+impl Drop for Managed {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_lines_are_picked() {
+        let log = "2026-11-30 0 [Note] starting\n2026-11-30 0 [ERROR] mariadbd: unknown variable 'foo=1'\n2026-11-30 0 [ERROR] Aborting\n";
+        assert_eq!(
+            log_errors(log),
+            "mariadbd: unknown variable 'foo=1' | Aborting"
+        );
+        assert_eq!(log_errors("a\nb\nc\nd\n"), "b | c | d");
+        assert_eq!(log_errors(""), "no error log output");
+    }
+
+    #[test]
+    fn buffer_pool_is_bounded() {
+        let b = buffer_pool_bytes();
+        assert!((128 << 20..=1 << 30).contains(&b), "{b}");
+    }
+}

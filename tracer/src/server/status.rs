@@ -1,0 +1,158 @@
+//! The server's own counters (`SHOW GLOBAL STATUS`) over the measured
+//! window, set beside the kernel's and the workload's counts: a check a
+//! reader can trust more than either number alone (STUDY.md §3).
+use std::collections::BTreeMap;
+
+use mysql_async::prelude::Queryable;
+
+use crate::error::{Error, Result};
+
+/// Numeric status counters at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Status(pub BTreeMap<String, u64>);
+
+pub async fn read(conn: &mut mysql_async::Conn) -> Result<Status> {
+    let rows: Vec<(String, String)> = conn
+        .query("SHOW GLOBAL STATUS")
+        .await
+        .map_err(|e| Error::Runtime(format!("SHOW GLOBAL STATUS failed: {e}")))?;
+    Ok(Status(
+        rows.into_iter()
+            .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
+            .collect(),
+    ))
+}
+
+/// What of ours a server counter is compared with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ours {
+    /// fsync/fdatasync on redo files, counted in the kernel.
+    RedoFsyncs,
+    /// write/pwrite calls on redo files, counted in the kernel.
+    RedoWrites,
+    /// fsync/fdatasync on redo + InnoDB data files.
+    InnodbFsyncs,
+    /// Transactions the workload committed.
+    Commits,
+    /// fsync/fdatasync on binlog files.
+    BinlogFsyncs,
+}
+
+impl Ours {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Ours::RedoFsyncs => "redo fsyncs (kernel)",
+            Ours::RedoWrites => "redo writes (kernel)",
+            Ours::InnodbFsyncs => "redo+data fsyncs (kernel)",
+            Ours::Commits => "commits (workload)",
+            Ours::BinlogFsyncs => "binlog fsyncs (kernel)",
+        }
+    }
+}
+
+/// Server counter -> what it is compared with. MySQL has
+/// `Innodb_os_log_fsyncs`; MariaDB 10.11 does not, and has the binlog
+/// group-commit counters instead. Only counters the server has are shown.
+pub const PAIRS: &[(&str, Ours)] = &[
+    ("Innodb_os_log_fsyncs", Ours::RedoFsyncs),
+    ("Innodb_log_writes", Ours::RedoWrites),
+    ("Innodb_data_fsyncs", Ours::InnodbFsyncs),
+    ("Binlog_commits", Ours::Commits),
+    ("Binlog_group_commits", Ours::BinlogFsyncs),
+];
+
+/// Our side of the comparison, over the same window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OurCounts {
+    pub redo_fsyncs: u64,
+    pub redo_writes: u64,
+    pub data_fsyncs: u64,
+    pub commits: u64,
+    pub binlog_fsyncs: u64,
+}
+
+impl OurCounts {
+    fn get(&self, o: Ours) -> u64 {
+        match o {
+            Ours::RedoFsyncs => self.redo_fsyncs,
+            Ours::RedoWrites => self.redo_writes,
+            Ours::InnodbFsyncs => self.redo_fsyncs + self.data_fsyncs,
+            Ours::Commits => self.commits,
+            Ours::BinlogFsyncs => self.binlog_fsyncs,
+        }
+    }
+}
+
+/// One row of the summary's cross-check.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Check {
+    pub counter: &'static str,
+    pub server: u64,
+    pub ours: u64,
+    pub ours_is: Ours,
+    /// (ours - server) / server, in percent; None when the server says 0.
+    pub diff_pct: Option<f64>,
+}
+
+/// The cross-check rows for the window `before..after`.
+pub fn compare(before: &Status, after: &Status, ours: &OurCounts) -> Vec<Check> {
+    PAIRS
+        .iter()
+        .filter_map(|&(name, o)| {
+            let server = after.0.get(name)?.saturating_sub(*before.0.get(name)?);
+            let mine = ours.get(o);
+            // Binlog counters stand still when the binlog is off: nothing
+            // to compare then.
+            if server == 0 && name.starts_with("Binlog_") {
+                return None;
+            }
+            Some(Check {
+                counter: name,
+                server,
+                ours: mine,
+                ours_is: o,
+                diff_pct: (server > 0)
+                    .then(|| (mine as f64 - server as f64) / server as f64 * 100.0),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn st(kv: &[(&str, u64)]) -> Status {
+        Status(kv.iter().map(|(k, v)| (k.to_string(), *v)).collect())
+    }
+
+    #[test]
+    fn compares_what_the_server_has() {
+        let before = st(&[
+            ("Innodb_data_fsyncs", 10),
+            ("Binlog_commits", 0),
+            ("Innodb_log_writes", 5),
+        ]);
+        let after = st(&[
+            ("Innodb_data_fsyncs", 110),
+            ("Binlog_commits", 0),
+            ("Innodb_log_writes", 5),
+        ]);
+        let ours = OurCounts {
+            redo_fsyncs: 99,
+            data_fsyncs: 2,
+            ..Default::default()
+        };
+        let c = compare(&before, &after, &ours);
+        assert_eq!(c.len(), 2);
+        // Innodb_log_writes (no change: shown, no %), Innodb_data_fsyncs;
+        // Binlog_commits left out (binlog off).
+        assert_eq!((c[0].counter, c[0].diff_pct), ("Innodb_log_writes", None));
+        assert_eq!(
+            (c[1].counter, c[1].server, c[1].ours),
+            ("Innodb_data_fsyncs", 100, 101)
+        );
+        assert!((c[1].diff_pct.unwrap() - 1.0).abs() < 1e-9);
+    }
+}

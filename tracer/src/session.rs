@@ -1,0 +1,494 @@
+//! One session of the main command (and of `study`): the server (managed
+//! or existing), the probes on its pid, then measured runs of the built-in
+//! workload with both halves read on the same ticks. Teardown order is the
+//! field order of [`Stage`]: probes detached, control connection closed,
+//! managed server stopped, its temp dir removed — on success, on error and
+//! on Ctrl-C in any phase.
+use std::{
+    future::Future,
+    time::{Duration, Instant, SystemTime},
+};
+
+use tokio::sync::watch;
+use workload::{
+    conn::{ConnArgs, Endpoint},
+    engine::{Config, Engine},
+};
+
+use crate::{
+    cli::{ProbeArgs, ServerArgs},
+    error::{Error, Result},
+    probes::{Plan, Probes, Target},
+    report::{EndReason, RunHeader, RunSink, RunSummary},
+    sample::{Joined, ProbeSampler},
+    server::{
+        existing, locate,
+        managed::{Managed, ManagedConfig},
+        process, status,
+    },
+    trace,
+};
+
+/// Ctrl-C and SIGTERM, installed once before anything starts so that no
+/// phase can miss them (a signal then never kills us half-way).
+#[derive(Clone)]
+pub struct Stop {
+    rx: watch::Receiver<bool>,
+}
+
+impl Stop {
+    /// Must be called inside the runtime.
+    pub fn install() -> Result<Stop> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let err =
+            |e: std::io::Error| Error::Runtime(format!("cannot install a signal handler: {e}"));
+        let mut int = signal(SignalKind::interrupt()).map_err(err)?;
+        let mut term = signal(SignalKind::terminate()).map_err(err)?;
+        let (tx, rx) = watch::channel(false);
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                }
+                let _ = tx.send(true);
+            }
+        });
+        Ok(Stop { rx })
+    }
+
+    pub fn fired(&self) -> bool {
+        *self.rx.borrow()
+    }
+
+    pub async fn wait(&self) {
+        let mut rx = self.rx.clone();
+        let _ = rx.wait_for(|v| *v).await;
+    }
+}
+
+/// Startup phases: each can be interrupted, and `-v` prints its duration.
+pub struct Phases {
+    verbose: bool,
+    t0: Instant,
+}
+
+impl Phases {
+    pub fn new(verbose: bool) -> Self {
+        Phases {
+            verbose,
+            t0: Instant::now(),
+        }
+    }
+
+    pub fn note(&self, msg: impl std::fmt::Display) {
+        if self.verbose {
+            eprintln!(
+                "commitscope: [{:6.2} s] {msg}",
+                self.t0.elapsed().as_secs_f64()
+            );
+        }
+    }
+
+    /// Runs `fut` unless Ctrl-C comes first (then `fut` is dropped, which
+    /// kills whatever it started).
+    pub async fn run<T>(
+        &self,
+        stop: &Stop,
+        name: &'static str,
+        fut: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        if stop.fired() {
+            return Err(Error::Interrupted { phase: name });
+        }
+        self.note(format_args!("{name} ..."));
+        let t = Instant::now();
+        let r = tokio::select! {
+            r = fut => r,
+            _ = stop.wait() => Err(Error::Interrupted { phase: name }),
+        };
+        if r.is_ok() {
+            self.note(format_args!(
+                "{name} done in {:.2} s",
+                t.elapsed().as_secs_f64()
+            ));
+        }
+        r
+    }
+}
+
+/// The server side of a session, set up once.
+pub struct Stage {
+    // Field order is teardown order.
+    pub probes: Option<Probes>,
+    control: Option<mysql_async::Conn>,
+    pub managed: Option<Managed>,
+    pub conn: ConnArgs,
+    pub endpoint: Endpoint,
+    pub pid: Option<u32>,
+    pub header: RunHeader,
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Bad combinations, found before anything starts.
+pub fn check_args(server: &ServerArgs, conn: &ConnArgs) -> Result<()> {
+    if conn.any_given() {
+        let managed_only = [
+            (server.mysqld.is_some(), "--mysqld"),
+            (!server.server_options.is_empty(), "--server-option"),
+            (server.keep, "--keep"),
+        ];
+        if let Some((_, flag)) = managed_only.iter().find(|(set, _)| *set) {
+            return Err(Error::Usage(format!(
+                "{flag} applies to the managed server, but connection options (--socket/--host/--port/--dsn/--defaults-file) select an existing one: drop one or the other"
+            )));
+        }
+    } else if server.pid.is_some() {
+        return Err(Error::Usage(
+            "--pid names an existing server: pass its --socket (or --host/--port) too, or drop --pid for a managed server".into(),
+        ));
+    }
+    if !server.no_trace && !is_root() {
+        return Err(Error::NotRoot {
+            what: "",
+            hint: " (or pass --no-trace for the workload alone)",
+        });
+    }
+    Ok(())
+}
+
+async fn connect(ep: &Endpoint) -> Result<mysql_async::Conn> {
+    Ok(workload::conn::connect(ep, None).await?)
+}
+
+/// Starts (or finds) the server and attaches the probes.
+pub async fn setup(
+    server: &ServerArgs,
+    probe_args: &ProbeArgs,
+    conn: &ConnArgs,
+    stop: &Stop,
+    ph: &Phases,
+) -> Result<Stage> {
+    check_args(server, conn)?;
+    let declared = probe_args
+        .server_version
+        .as_deref()
+        .map(str::parse)
+        .transpose()?;
+    let trace_on = !server.no_trace;
+    let mut managed = None;
+    let mut exe_hint = None;
+    let conn = if conn.any_given() {
+        conn.clone()
+    } else {
+        let binary = ph
+            .run(stop, "find server", async {
+                let path = locate::find(server.mysqld.as_deref())?;
+                let b = locate::inspect(&path, declared)?;
+                if trace_on {
+                    // Reject a binary without probe points before starting it.
+                    Plan::new(&Target {
+                        pid: 0,
+                        exe: b.path.clone(),
+                        debug_root: probe_args.debug_dir.clone(),
+                        server: Some(b.id),
+                        fsync_probe: probe_args.fsync_probe,
+                    })?;
+                }
+                Ok(b)
+            })
+            .await?;
+        ph.note(format_args!(
+            "server binary {} ({})",
+            binary.path.display(),
+            binary.id
+        ));
+        exe_hint = Some(binary.path.clone());
+        let m = Managed::new(ManagedConfig {
+            binary,
+            options: server.server_options.clone(),
+            workdir: server.workdir.clone(),
+            keep: server.keep,
+            verbose: probe_args.verbose,
+        })?;
+        ph.note(format_args!("temp dir {}", m.dir().display()));
+        // The server is owned by `managed` from here on: whatever happens
+        // next, dropping it stops the server and removes the dir.
+        let m = managed.insert(m);
+        ph.run(stop, "init datadir", m.init()).await?;
+        ph.run(stop, "start server", m.start()).await?;
+        m.conn_args()
+    };
+    let endpoint = conn.resolve()?;
+    let mut control = ph.run(stop, "connect", connect(&endpoint)).await?;
+    let version: Option<String> = {
+        use mysql_async::prelude::Queryable;
+        control.query_first("SELECT VERSION()").await.ok().flatten()
+    };
+    let pid = match &managed {
+        Some(m) => m.pid(),
+        None if !endpoint.is_local() => {
+            if trace_on {
+                eprintln!(
+                    "commitscope: {} is remote: the workload runs untraced (probes need the server on this machine)",
+                    endpoint.describe()
+                );
+            }
+            None
+        }
+        None => {
+            let (pid, how) =
+                existing::find_pid(server.pid, endpoint.socket.as_deref(), &mut control).await?;
+            ph.note(format_args!("server pid {pid} (from {how})"));
+            Some(pid)
+        }
+    };
+    let mut legend = None;
+    let probes = match pid {
+        Some(pid) if trace_on => {
+            let target = Target {
+                pid,
+                exe: match &exe_hint {
+                    Some(p) if managed.is_some() => p.clone(),
+                    _ => process::exe_of(pid)?,
+                },
+                debug_root: probe_args.debug_dir.clone(),
+                server: declared,
+                fsync_probe: probe_args.fsync_probe,
+            };
+            let probes = ph
+                .run(stop, "attach probes", async {
+                    let plan = Plan::new(&target)?;
+                    Probes::attach(&target, plan)
+                })
+                .await?;
+            if probe_args.verbose {
+                trace::verbose_report(&probes);
+            }
+            if let Some(line) = probes.plan.fallback_line() {
+                eprintln!("commitscope: {line}");
+            }
+            legend = Some(trace::legend(&probes, &target));
+            Some(probes)
+        }
+        _ => None,
+    };
+    let header = RunHeader {
+        server: format!(
+            "{} ({}{})",
+            version.as_deref().unwrap_or("version unknown"),
+            match &managed {
+                Some(m) => format!("managed: {}", m.cfg.binary.path.display()),
+                None => endpoint.describe(),
+            },
+            pid.map(|p| format!(", pid {p}")).unwrap_or_default()
+        ),
+        legend,
+        options: server
+            .server_options
+            .iter()
+            .map(|o| o.to_string())
+            .collect(),
+    };
+    Ok(Stage {
+        probes,
+        control: Some(control),
+        managed,
+        conn,
+        endpoint,
+        pid,
+        header,
+    })
+}
+
+/// One measured run on a stage.
+#[derive(Clone, Debug)]
+pub struct Measure {
+    pub cfg: Config,
+    pub interval: Duration,
+    pub duration: Option<Duration>,
+    pub reset: bool,
+}
+
+impl Stage {
+    /// Loads the schema, runs the workload, prints joined ticks, returns
+    /// the summary. Ctrl-C during the run ends it with a summary; during
+    /// the load it is an interruption.
+    pub async fn measure(
+        &mut self,
+        m: &Measure,
+        sink: &mut dyn RunSink,
+        stop: &Stop,
+        ph: &Phases,
+    ) -> Result<RunSummary> {
+        ph.run(stop, "load", async {
+            Ok(workload::run::prepare(&m.cfg, m.reset).await?)
+        })
+        .await?;
+        let control = self
+            .control
+            .as_mut()
+            .ok_or_else(|| Error::Runtime("the control connection is closed".into()))?;
+        ph.note("run ...");
+        let mut engine = Engine::start(m.cfg.clone())?;
+        let mut sampler = match (&self.probes, self.pid) {
+            (Some(p), Some(pid)) => Some(ProbeSampler::new(p, pid)?),
+            _ => None,
+        };
+        let mut before = status::read(control).await?;
+        let warmup = m.cfg.warmup.as_secs_f64();
+        let mut base_marked = warmup <= 0.0;
+        sink.start(&self.header, &m.cfg);
+        let mut tick =
+            tokio::time::interval_at(tokio::time::Instant::now() + m.interval, m.interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut fd_poll = tokio::time::interval(Duration::from_millis(100));
+        let mut done_poll = tokio::time::interval(Duration::from_millis(20));
+        let deadline = async {
+            match m.duration {
+                // The measured time, after the warmup. A hair late, so
+                // that when it falls on a tick the tick ends the run
+                // (below) instead of leaving an empty last interval.
+                Some(d) => tokio::time::sleep(d + m.cfg.warmup + Duration::from_millis(20)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(deadline);
+        let end = loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    let w = engine.sample()?;
+                    let t = match (&mut sampler, &self.probes) {
+                        (Some(s), Some(p)) => Some(s.tick(p)?),
+                        _ => None,
+                    };
+                    let elapsed = w.elapsed_s;
+                    sink.tick(SystemTime::now(), &Joined::new(w, t));
+                    if !base_marked && elapsed + 0.001 >= warmup {
+                        // Later ticks are measured: both halves and the
+                        // server's counters start their window here.
+                        if let Some(s) = sampler.as_mut() {
+                            s.mark_base();
+                        }
+                        before = status::read(control).await?;
+                        base_marked = true;
+                    }
+                    if engine.finished() {
+                        break EndReason::WorkloadDone;
+                    }
+                    if m.duration.is_some_and(|d| elapsed + 0.001 >= (d + m.cfg.warmup).as_secs_f64()) {
+                        break EndReason::Duration;
+                    }
+                    if self.pid.is_some_and(|p| !process::alive(p)) {
+                        break EndReason::TargetExited;
+                    }
+                }
+                _ = fd_poll.tick(), if sampler.is_some() => {
+                    if let (Some(s), Some(p)) = (sampler.as_mut(), self.probes.as_mut()) {
+                        s.poll_fds(p);
+                    }
+                }
+                _ = done_poll.tick(), if m.cfg.total_rows.is_some() => {
+                    if engine.finished() { break EndReason::WorkloadDone; }
+                }
+                _ = &mut deadline => break EndReason::Duration,
+                _ = stop.wait() => break EndReason::Interrupted,
+            }
+        };
+        let (last, wsum) = engine.stop()?;
+        let t = match (&mut sampler, &self.probes) {
+            (Some(s), Some(p)) => Some(s.tick(p)?),
+            _ => None,
+        };
+        // The residual after the last tick (the workers finishing their
+        // statements while they stop) is in the totals; it gets a line of
+        // its own only when it is a real fraction of an interval.
+        if (last.txns > 0 || last.errors > 0) && last.interval_s >= 0.1 * m.interval.as_secs_f64() {
+            sink.tick(SystemTime::now(), &Joined::new(last, t));
+        }
+        let after = if end == EndReason::TargetExited {
+            before.clone()
+        } else {
+            status::read(control).await?
+        };
+        let totals = sampler.as_ref().map(ProbeSampler::totals);
+        let checks = totals
+            .as_ref()
+            .map(|t| {
+                status::compare(
+                    &before,
+                    &after,
+                    &status::OurCounts {
+                        redo_fsyncs: t.redo_fsync,
+                        redo_writes: t.redo_writes,
+                        data_fsyncs: t.data_fsync,
+                        commits: wsum.txns,
+                        binlog_fsyncs: t.binlog_fsync,
+                    },
+                )
+            })
+            .unwrap_or_default();
+        if let Some(p) = self.probes.as_mut() {
+            p.drain_logs();
+        }
+        let s = RunSummary::new(end, wsum, totals, checks);
+        sink.summary(&self.header, &s);
+        Ok(s)
+    }
+
+    /// Orderly teardown (also what dropping does, minus the timing line).
+    pub async fn close(mut self, ph: &Phases) {
+        drop(self.probes.take());
+        if let Some(c) = self.control.take() {
+            let _ = c.disconnect().await;
+        }
+        if let Some(mut m) = self.managed.take() {
+            ph.note("stop server ...");
+            if let Some(d) = m.stop() {
+                ph.note(format_args!("stop server done in {:.2} s", d.as_secs_f64()));
+            }
+        }
+    }
+}
+
+/// The main command.
+pub fn run(args: crate::cli::RunArgs) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Runtime(format!("cannot start the async runtime: {e}")))?;
+    rt.block_on(async {
+        let stop = Stop::install()?;
+        let ph = Phases::new(args.probes.verbose);
+        // Validate the workload flags before starting anything; the
+        // managed server's socket is not known yet, so check with a
+        // placeholder endpoint.
+        let mut wa = args.workload.clone();
+        if !wa.conn.any_given() {
+            wa.conn = ConnArgs {
+                socket: Some("/nonexistent".into()),
+                defaults_file: Some("/dev/null".into()),
+                user: Some("root".into()),
+                ..Default::default()
+            };
+        }
+        workload::run::config(&wa)?;
+        let mut sink = crate::report::run_sinks(args.workload.json, args.output.csv.as_deref())?;
+        let mut stage = setup(&args.server, &args.probes, &args.workload.conn, &stop, &ph).await?;
+        wa.conn = stage.conn.clone();
+        let (cfg, interval, duration) = workload::run::config(&wa)?;
+        let m = Measure {
+            cfg,
+            interval,
+            duration,
+            reset: args.workload.reset,
+        };
+        let r = stage.measure(&m, sink.as_mut(), &stop, &ph).await;
+        stage.close(&ph).await;
+        r.map(|_| ())
+    })
+}

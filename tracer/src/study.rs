@@ -1,0 +1,194 @@
+//! `commitscope study`: the systemtap study's four scenarios (STUDY.md §1)
+//! on one server with one set of probes, and its table with our measured
+//! ratios beside the published ones.
+use std::{io::Write, time::Duration};
+
+use workload::{engine::Config, scenario::Scenario};
+
+use crate::{
+    cli::StudyArgs,
+    error::{Error, Result},
+    report::{human::opt_f, json::Json, live::Live, RunSink, RunSummary},
+    session::{setup, Measure, Phases, Stop},
+};
+
+/// One row of the study.
+pub struct Row {
+    pub key: char,
+    pub what: &'static str,
+    pub scenario: Scenario,
+    pub threads: u32,
+    /// The study's reported n_write:n_flush.
+    pub published: &'static str,
+}
+
+pub const ROWS: &[Row] = &[
+    Row {
+        key: 'a',
+        what: "single thread",
+        scenario: Scenario::Update,
+        threads: 1,
+        published: "1:1",
+    },
+    Row {
+        key: 'b',
+        what: "50 threads, hot row",
+        scenario: Scenario::HotRow,
+        threads: 50,
+        published: "1:1",
+    },
+    Row {
+        key: 'c',
+        what: "50 threads, own rows",
+        scenario: Scenario::Update,
+        threads: 50,
+        published: "~3:1",
+    },
+    Row {
+        key: 'd',
+        what: "100 threads, own rows",
+        scenario: Scenario::Update,
+        threads: 100,
+        published: "~5:1",
+    },
+];
+
+fn seconds(what: &'static str, v: f64, min: f64) -> Result<Duration> {
+    if !v.is_finite() || v < min {
+        return Err(Error::Usage(format!(
+            "invalid {what} {v}: expected a number of seconds >= {min}"
+        )));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+/// The study table, as text.
+pub fn table(out: &mut impl Write, done: &[(&Row, RunSummary)], fallback: bool, secs: f64) {
+    let _ = writeln!(
+        out,
+        "\n== the group-commit study (STUDY.md §1): {secs:.0} s per scenario =="
+    );
+    let _ = writeln!(
+        out,
+        "{:<26} {:>7} {:>10} {:>17} {:>14} {:>17} {:>18}",
+        "scenario",
+        "threads",
+        "tps",
+        if fallback {
+            "commits:n_flush"
+        } else {
+            "n_write:n_flush"
+        },
+        "commits/flush",
+        "study (published)",
+        "redo_fsync_p99_us"
+    );
+    for (row, s) in done {
+        let t = s.trace.as_ref();
+        let _ = writeln!(
+            out,
+            "{:<26} {:>7} {:>10.1} {:>17} {:>14} {:>17} {:>18}",
+            format!("{}. {}", row.key, row.what),
+            row.threads,
+            s.workload.mean_tps,
+            t.and_then(|t| t.write_per_flush)
+                .map_or_else(|| "-".into(), |r| format!("{r:.2}:1")),
+            opt_f(s.commits_per_flush, 2),
+            row.published,
+            opt_f(t.and_then(|t| t.redo_p99_us), 0)
+        );
+    }
+    if fallback {
+        let _ = writeln!(
+            out,
+            "(the server hides log_write_up_to: the first ratio counts commits at the server layer; commits/flush is the workload's own count either way)"
+        );
+    }
+    let _ = out.flush();
+}
+
+pub fn run(args: StudyArgs) -> Result<()> {
+    let duration = seconds("--duration", args.duration, 0.01)?;
+    let warmup = seconds("--warmup", args.warmup, 0.0)?;
+    let interval = seconds("--interval", args.interval, 0.01)?;
+    workload::schema::check_name(&args.database)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Runtime(format!("cannot start the async runtime: {e}")))?;
+    rt.block_on(async {
+        let stop = Stop::install()?;
+        let ph = Phases::new(args.probes.verbose);
+        let mut stage = setup(&args.server, &args.probes, &args.conn, &stop, &ph).await?;
+        let endpoint = stage.endpoint.clone();
+        let fallback = stage
+            .header
+            .legend
+            .as_ref()
+            .is_some_and(|l| l.fallback.is_some());
+        let mut done = Vec::new();
+        let mut result = Ok(());
+        for row in ROWS {
+            if stop.fired() {
+                break;
+            }
+            let mut sink: Box<dyn RunSink> = if args.json {
+                Box::new(Json::new(std::io::stdout()))
+            } else {
+                println!("\n== scenario {}: {} ==", row.key, row.what);
+                Box::new(Live::new(std::io::stdout()))
+            };
+            let m = Measure {
+                cfg: Config {
+                    endpoint: endpoint.clone(),
+                    database: args.database.clone(),
+                    scenario: row.scenario,
+                    threads: row.threads,
+                    rows_per_thread: 1,
+                    total_rows: None,
+                    warmup,
+                },
+                interval,
+                duration: Some(duration),
+                reset: false,
+            };
+            match stage.measure(&m, sink.as_mut(), &stop, &ph).await {
+                Ok(s) => done.push((row, s)),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        stage.close(&ph).await;
+        if args.json {
+            let rows: Vec<serde_json::Value> = done
+                .iter()
+                .map(|(r, s)| {
+                    serde_json::json!({
+                        "scenario": r.key.to_string(),
+                        "what": r.what,
+                        "threads": r.threads,
+                        "tps": s.workload.mean_tps,
+                        "write_per_flush": s.trace.as_ref().and_then(|t| t.write_per_flush),
+                        "commits_per_flush": s.commits_per_flush,
+                        "published": r.published,
+                        "redo_p99_us": s.trace.as_ref().and_then(|t| t.redo_p99_us),
+                    })
+                })
+                .collect();
+            println!(
+                "{}",
+                serde_json::json!({"type": "study", "fallback": fallback, "rows": rows})
+            );
+        } else if !done.is_empty() {
+            table(
+                &mut std::io::stdout(),
+                &done,
+                fallback,
+                duration.as_secs_f64(),
+            );
+        }
+        result
+    })
+}
