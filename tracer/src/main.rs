@@ -9,7 +9,10 @@ use commitscope::{
 };
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return usage_error(e),
+    };
     let result = match cli.command {
         None => commitscope::session::run(cli.run),
         Some(Command::Trace(args)) => commitscope::trace::run(args),
@@ -25,6 +28,33 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("commitscope: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// clap's help and version as clap prints them; its errors as one line.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        _ => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            // clap's "tip: a similar argument exists" is worth keeping.
+            let tips: Vec<&str> = text
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("tip: "))
+                .collect();
+            let tips = if tips.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", tips.join("; "))
+            };
+            eprintln!("commitscope: error: {first}{tips} (see --help)");
             ExitCode::from(2)
         }
     }

@@ -334,12 +334,14 @@ impl Stage {
             .as_mut()
             .ok_or_else(|| Error::Runtime("the control connection is closed".into()))?;
         ph.note("run ...");
-        let mut engine = Engine::start(m.cfg.clone())?;
+        // Both baselines before the workers start: no commit falls
+        // between them and the first tick.
         let mut sampler = match (&self.probes, self.pid) {
             (Some(p), Some(pid)) => Some(ProbeSampler::new(p, pid)?),
             _ => None,
         };
         let mut before = status::read(control).await?;
+        let mut engine = Engine::start(m.cfg.clone())?;
         let warmup = m.cfg.warmup.as_secs_f64();
         let mut base_marked = warmup <= 0.0;
         sink.start(&self.header, &m.cfg);

@@ -69,7 +69,7 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
         exe: target.exe.display().to_string(),
         server: plan.server.map(|s| s.to_string()),
         profile,
-        n_write_source: profiles::short_name(&plan.write.resolved().symbol),
+        n_write_source: plan.write.source_name(),
         n_write_symbol_from: plan.write.resolved().source.to_string(),
         durable_source: durable,
         n_flush_source: plan

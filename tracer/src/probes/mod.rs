@@ -48,10 +48,32 @@ pub enum WriteProbe {
         at: Resolved,
     },
     /// The server-layer commit function: commits, not redo write requests.
-    ServerLayer { at: Resolved, missing: String },
+    /// `also`: the binlog's two-phase commit function, probed beside it.
+    ServerLayer {
+        at: Resolved,
+        also: Option<Resolved>,
+        missing: String,
+    },
 }
 
 impl WriteProbe {
+    /// Every place the write programs attach to.
+    pub fn points(&self) -> Vec<&Resolved> {
+        match self {
+            WriteProbe::Exact { at, .. } => vec![at],
+            WriteProbe::ServerLayer { at, also, .. } => std::iter::once(at).chain(also).collect(),
+        }
+    }
+
+    /// "log_write_up_to", or "ha_commit_one_phase + MYSQL_BIN_LOG::log_and_order".
+    pub fn source_name(&self) -> String {
+        self.points()
+            .iter()
+            .map(|r| profiles::short_name(&r.symbol))
+            .collect::<Vec<_>>()
+            .join(" + ")
+    }
+
     pub fn resolved(&self) -> &Resolved {
         match self {
             WriteProbe::Exact { at, .. } | WriteProbe::ServerLayer { at, .. } => at,
@@ -98,9 +120,13 @@ impl Plan {
         }
         let wanted = "log_write_up_to".to_string();
         if let Some(at) = r.resolve(profiles::FALLBACKS) {
+            let also = (at.symbol == profiles::FALLBACKS[0])
+                .then(|| r.resolve(profiles::FALLBACK_TWO_PHASE))
+                .flatten();
             return Ok(Plan {
                 write: WriteProbe::ServerLayer {
                     at,
+                    also,
                     missing: wanted,
                 },
                 flush: None,
@@ -124,13 +150,13 @@ impl Plan {
 
     /// The one line said at start when n_write cannot be exact.
     pub fn fallback_line(&self) -> Option<String> {
-        let WriteProbe::ServerLayer { at, missing } = &self.write else {
+        let WriteProbe::ServerLayer { missing, .. } = &self.write else {
             return None;
         };
         Some(format!(
             "{missing} not found in {} (stripped, no debug file): counting commits at {}; install the -dbgsym package for exact n_write",
             self.exe.display(),
-            profiles::short_name(&at.symbol)
+            self.write.source_name()
         ))
     }
 }
@@ -215,7 +241,10 @@ fn attach_uprobe(
         .ok_or_else(|| err("missing from the object".into()))?
         .try_into()
         .map_err(|e| err(format!("{e}")))?;
-    p.load().map_err(|e| err(format!("{e}")))?;
+    // One program may attach at several points: load it once.
+    if p.fd().is_err() {
+        p.load().map_err(|e| err(format!("{e}")))?;
+    }
     p.attach(
         UProbeAttachLocation::AbsoluteOffset(at.file_offset),
         exe,
@@ -279,11 +308,12 @@ impl Probes {
                 found_in: format!("{} ({})", at.source, at.found_in.display()),
             })
         };
-        let w = plan.write.resolved();
-        attach_uprobe(&mut ebpf, prog::WRITE_ENTRY, w, exe, pid)?;
-        note("write", "uprobe", w);
-        attach_uprobe(&mut ebpf, prog::WRITE_RETURN, w, exe, pid)?;
-        note("write", "uretprobe", w);
+        for w in plan.write.points() {
+            attach_uprobe(&mut ebpf, prog::WRITE_ENTRY, w, exe, pid)?;
+            note("write", "uprobe", w);
+            attach_uprobe(&mut ebpf, prog::WRITE_RETURN, w, exe, pid)?;
+            note("write", "uretprobe", w);
+        }
         if let Some(f) = &plan.flush {
             attach_uprobe(&mut ebpf, prog::FLUSH_ENTRY, f, exe, pid)?;
             note("flush", "uprobe", f);

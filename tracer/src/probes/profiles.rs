@@ -330,6 +330,15 @@ pub const PROFILES: &[Profile] = &[
 /// MariaDB whose InnoDB symbols are hidden. One call per commit.
 pub const FALLBACKS: &[&str] = &["_Z19ha_commit_one_phaseP3THDb", "_Z12trans_commitP3THD"];
 
+/// Where the commits that skip `ha_commit_one_phase` go: with the binlog
+/// on, a transaction commits in two phases through the binlog's
+/// `log_and_order` (MariaDB) / `commit` (MySQL) instead. Probed beside
+/// `ha_commit_one_phase`, so every commit is seen exactly once.
+pub const FALLBACK_TWO_PHASE: &[&str] = &[
+    "_ZN13MYSQL_BIN_LOG13log_and_orderEP3THDybbb",
+    "_ZN13MYSQL_BIN_LOG6commitEP3THDb",
+];
+
 /// Human name of a fallback symbol.
 pub fn short_name(mangled: &str) -> String {
     cpp_demangle::Symbol::new(mangled.as_bytes())
