@@ -33,10 +33,36 @@ pub enum Which {
         #[arg(long, default_value_t = 10_000)]
         rows: u32,
     },
+    /// Tracing overhead: the main command's `update` workload on one
+    /// throwaway server, with probes and with --no-trace, alternating.
+    Overhead {
+        #[arg(long, default_value_t = 100)]
+        threads: u32,
+        #[arg(long, default_value_t = 5)]
+        pairs: u32,
+        #[arg(long, default_value_t = 20)]
+        seconds: u32,
+        /// Server binary (default: Debian's stripped mariadbd).
+        #[arg(long)]
+        mysqld: Option<PathBuf>,
+    },
+    /// Time from `commitscope` to its first per-second line, with the
+    /// managed server (fresh datadir each time).
+    FirstLine {
+        #[arg(long, default_value_t = 5)]
+        runs: u32,
+    },
 }
 
 pub fn run(which: Which) -> anyhow::Result<()> {
     match which {
+        Which::Overhead {
+            threads,
+            pairs,
+            seconds,
+            mysqld,
+        } => overhead(threads, pairs, seconds, mysqld),
+        Which::FirstLine { runs } => first_line(runs),
         Which::Uprobe { calls, pairs } => uprobe(calls, pairs),
         Which::Workload {
             threads,
@@ -267,5 +293,140 @@ pub fn workload(threads: &[u32], pairs: u32, seconds: u32, rows: u32) -> anyhow:
             ca / cb
         );
     }
+    Ok(())
+}
+
+/// The main command's summary line: (mean tps, measured transactions).
+fn parse_main(text: &str) -> Option<(f64, f64)> {
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("\"type\":\"summary\""))?;
+    let v: serde_json::Value = serde_json::from_str(last).ok()?;
+    Some((
+        v["workload"]["mean_tps"].as_f64()?,
+        v["workload"]["txns"].as_f64()?,
+    ))
+}
+
+fn overhead(threads: u32, pairs: u32, seconds: u32, mysqld: Option<PathBuf>) -> anyhow::Result<()> {
+    let cs = commitscope_release()?;
+    let bin = match mysqld {
+        Some(b) => b,
+        None => testkit::system_mariadbd().context("no /usr/sbin/mariadbd (mariadb-server)")?,
+    };
+    eprintln!("bench: starting a throwaway {}", bin.display());
+    let share = bin
+        .parent()
+        .and_then(Path::parent)
+        .map(|d| d.join("share"))
+        .filter(|d| d.join("english/errmsg.sys").exists());
+    let server =
+        testkit::Server::start(&bin, share.as_deref(), &[]).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let sock = server.socket.display().to_string();
+    let run = |traced: bool, secs: u32| {
+        let mut c = Command::new(&cs);
+        c.args([
+            "--json",
+            "--socket",
+            &sock,
+            "--user",
+            "root",
+            "--defaults-file",
+            "/dev/null",
+        ])
+        .args([
+            "--database",
+            "cs_overhead",
+            "--threads",
+            &threads.to_string(),
+        ])
+        .args(["--warmup", "2", "--duration", &secs.to_string()]);
+        if !traced {
+            c.arg("--no-trace");
+        }
+        c
+    };
+    eprintln!("bench: warmup (5 s each side, untimed)");
+    status(run(false, 5).stdout(Stdio::null()))?;
+    status(run(true, 5).stdout(Stdio::null()))?;
+    let (mut plain, mut traced, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    println!("pair  order            untraced_tps  traced_tps  ratio");
+    for p in 1..=pairs {
+        // Alternate which side goes first, so drift hits both alike.
+        let first_traced = p % 2 == 0;
+        let a = measured(&mut run(first_traced, seconds), parse_main)?;
+        let b = measured(&mut run(!first_traced, seconds), parse_main)?;
+        let (u, t) = if first_traced { (b, a) } else { (a, b) };
+        let r = t.tps / u.tps;
+        println!(
+            "{p:>4}  {:<15}  {:>12.0}  {:>10.0}  {r:.3}",
+            if first_traced {
+                "traced first"
+            } else {
+                "untraced first"
+            },
+            u.tps,
+            t.tps
+        );
+        plain.push(u.tps);
+        traced.push(t.tps);
+        ratios.push(r);
+    }
+    drop(server);
+    let (u, t, r) = (median(plain), median(traced), median(ratios));
+    println!(
+        "update workload, {threads} threads, {pairs} pairs x {seconds} s on {}: median untraced {u:.0} tps, traced {t:.0} tps",
+        bin.display()
+    );
+    println!("median traced/untraced tps ratio: {r:.3} (bar: >= 0.98)");
+    Ok(())
+}
+
+fn first_line(runs: u32) -> anyhow::Result<()> {
+    let cs = commitscope_release()?;
+    let mut times = Vec::new();
+    for i in 1..=runs {
+        let t0 = std::time::Instant::now();
+        let mut child = Command::new(&cs)
+            .args(["--threads", "100", "--duration", "1", "-v"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let stdout = child.stdout.take().context("stdout")?;
+        let mut first = None;
+        for line in BufReader::new(stdout).lines() {
+            let line = line?;
+            // The first tick: a clock time, then numbers.
+            if first.is_none()
+                && line.len() > 8
+                && line.as_bytes()[2] == b':'
+                && line.as_bytes()[5] == b':'
+            {
+                first = Some(t0.elapsed().as_secs_f64());
+            }
+        }
+        let out = child.wait_with_output()?;
+        let first = first.with_context(|| {
+            format!(
+                "no per-second line: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })?;
+        let phases: Vec<String> = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| l.contains(" done in "))
+            .map(|l| l.split("] ").nth(1).unwrap_or(l).to_string())
+            .collect();
+        println!(
+            "run {i}: first line after {first:.2} s  ({})",
+            phases.join(", ")
+        );
+        times.push(first);
+    }
+    println!(
+        "median time to the first per-second line: {:.2} s (bar: <= 15 s)",
+        median(times)
+    );
     Ok(())
 }

@@ -1,7 +1,6 @@
 //! Developer tasks: `cargo xtask setup|build|test|lint|run|bench`.
 //! Never shipped to users; the README's two commands go through here.
 mod bench;
-mod demo;
 mod setup;
 mod util;
 
@@ -33,8 +32,6 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Throwaway server + workload + trace, printed live (the README's main job).
-    Demo(demo::DemoArgs),
     /// Benchmarks that print ratios against a peer measured in the same run.
     Bench {
         #[command(subcommand)]
@@ -52,7 +49,6 @@ fn main() {
         Cmd::Test { args } => test(&args),
         Cmd::Lint => lint(),
         Cmd::Run { args } => run(&args),
-        Cmd::Demo(a) => setup::run().and_then(|_| demo::run(a)),
         Cmd::Bench { which } => setup::run().and_then(|_| bench::run(which)),
     };
     if let Err(e) = r {
