@@ -50,12 +50,12 @@ fn debian_stripped_mariadbd_falls_back_to_server_layer() {
     let ctx = format!("stderr {stderr:?} summary {s}");
 
     let fallback = format!(
-        "commitscope: log_write_up_to not found in {} (stripped, no debug file): counting commits at ha_commit_one_phase; install the -dbgsym package for exact n_write",
+        "commitscope: log_write_up_to not found in {} (stripped, no debug file): counting commits at ha_commit_one_phase + MYSQL_BIN_LOG::log_and_order; install the -dbgsym package for exact n_write",
         bin.display()
     );
     assert!(stderr.contains(&fallback), "{ctx}");
     assert_eq!(
-        s["legend"]["n_write_source"], "ha_commit_one_phase",
+        s["legend"]["n_write_source"], "ha_commit_one_phase + MYSQL_BIN_LOG::log_and_order",
         "{ctx}"
     );
     assert!(s["legend"]["fallback"].is_string(), "{ctx}");
