@@ -457,12 +457,18 @@ impl Stage {
     }
 }
 
-/// The main command.
-pub fn run(args: crate::cli::RunArgs) -> Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread()
+/// The single-threaded runtime every command's clock runs on (the
+/// workload's workers have threads of their own).
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::Runtime(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| Error::Runtime(format!("cannot start the async runtime: {e}")))
+}
+
+/// The main command.
+pub fn run(args: crate::cli::RunArgs) -> Result<()> {
+    let rt = crate::session::runtime()?;
     rt.block_on(async {
         let stop = Stop::install()?;
         let ph = Phases::new(args.probes.verbose);

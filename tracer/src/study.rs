@@ -112,10 +112,7 @@ pub fn run(args: StudyArgs) -> Result<()> {
     let warmup = seconds("--warmup", args.warmup, 0.0)?;
     let interval = seconds("--interval", args.interval, 0.01)?;
     workload::schema::check_name(&args.database)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Runtime(format!("cannot start the async runtime: {e}")))?;
+    let rt = crate::session::runtime()?;
     rt.block_on(async {
         let stop = Stop::install()?;
         let ph = Phases::new(args.probes.verbose);

@@ -264,10 +264,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
         Box::new(Human::new(stdout()))
     };
     sink.start(&legend);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Runtime(format!("cannot start the async runtime: {e}")))?;
+    let rt = crate::session::runtime()?;
     let r = rt.block_on(run_loop(
         &mut probes,
         &target,
