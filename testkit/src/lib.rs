@@ -150,6 +150,21 @@ impl Server {
         }
     }
 
+    /// commitscope's flags to reach this server as root, ignoring any
+    /// ~/.my.cnf of whoever runs the tests.
+    pub fn client_flags(&self) -> Vec<String> {
+        [
+            "--socket",
+            &self.socket.display().to_string(),
+            "--user",
+            "root",
+            "--defaults-file",
+            "/dev/null",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, Child::id)
     }

@@ -210,21 +210,10 @@ fn existing_server_is_found_by_its_socket() {
         return;
     };
     let server = testkit::Server::start(&bin, None, &[]).expect("start server");
-    let sock = server.socket.to_str().unwrap().to_string();
-    let (out, lines) = run_json(&[
-        "--socket",
-        &sock,
-        "--user",
-        "root",
-        "--defaults-file",
-        "/dev/null",
-        "--threads",
-        "4",
-        "--duration",
-        "2",
-        "--json",
-        "-v",
-    ]);
+    let flags = server.client_flags();
+    let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    args.extend(["--threads", "4", "--duration", "2", "--json", "-v"]);
+    let (out, lines) = run_json(&args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("SO_PEERCRED"), "{err}");

@@ -188,10 +188,9 @@ fn workload_stops_cleanly_on_sigint() {
     let Some(server) = start(&bin, None) else {
         return;
     };
-    let sock = server.socket.display().to_string();
     let child = commitscope()
-        .args(["workload", "--json", "--threads", "4", "--socket", &sock])
-        .args(["--user", "root", "--defaults-file", "/dev/null"])
+        .args(["workload", "--json", "--threads", "4"])
+        .args(server.client_flags())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();

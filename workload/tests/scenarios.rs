@@ -20,16 +20,9 @@ fn server() -> Option<Server> {
 }
 
 fn args(s: &Server, extra: &[&str]) -> WorkloadArgs {
-    let sock = s.socket.display().to_string();
-    let mut v = vec![
-        "t",
-        "--socket",
-        &sock,
-        "--user",
-        "root",
-        "--defaults-file",
-        "/dev/null",
-    ];
+    let flags = s.client_flags();
+    let mut v = vec!["t"];
+    v.extend(flags.iter().map(String::as_str));
     v.extend_from_slice(extra);
     T::parse_from(v).a
 }

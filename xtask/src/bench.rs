@@ -236,19 +236,11 @@ pub fn workload(threads: &[u32], pairs: u32, seconds: u32, rows: u32) -> anyhow:
     status(sb(1, "prepare", 0).stdout(Stdio::null()))?;
     let ours = |t: u32, secs: u32| {
         let mut c = Command::new(&cs);
-        c.args([
-            "workload",
-            "--json",
-            "--socket",
-            &sock,
-            "--user",
-            "root",
-            "--defaults-file",
-            "/dev/null",
-        ])
-        .args(["--database", "cs_bench", "--threads", &t.to_string()])
-        .args(["--rows-per-thread", &(rows / t).max(1).to_string()])
-        .args(["--duration", &secs.to_string()]);
+        c.args(["workload", "--json"])
+            .args(server.client_flags())
+            .args(["--database", "cs_bench", "--threads", &t.to_string()])
+            .args(["--rows-per-thread", &(rows / t).max(1).to_string()])
+            .args(["--duration", &secs.to_string()]);
         c
     };
     let mut table = Vec::new();
@@ -323,25 +315,17 @@ fn overhead(threads: u32, pairs: u32, seconds: u32, mysqld: Option<PathBuf>) -> 
         .filter(|d| d.join("english/errmsg.sys").exists());
     let server =
         testkit::Server::start(&bin, share.as_deref(), &[]).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let sock = server.socket.display().to_string();
     let run = |traced: bool, secs: u32| {
         let mut c = Command::new(&cs);
-        c.args([
-            "--json",
-            "--socket",
-            &sock,
-            "--user",
-            "root",
-            "--defaults-file",
-            "/dev/null",
-        ])
-        .args([
-            "--database",
-            "cs_overhead",
-            "--threads",
-            &threads.to_string(),
-        ])
-        .args(["--warmup", "2", "--duration", &secs.to_string()]);
+        c.arg("--json")
+            .args(server.client_flags())
+            .args([
+                "--database",
+                "cs_overhead",
+                "--threads",
+                &threads.to_string(),
+            ])
+            .args(["--warmup", "2", "--duration", &secs.to_string()]);
         if !traced {
             c.arg("--no-trace");
         }
