@@ -205,16 +205,27 @@ pub struct ProbeSampler {
     prev: Snapshot,
     base: Snapshot,
     base_at: std::time::Instant,
+    /// Whether the last tick saw any count move.
+    changed: bool,
 }
 
 impl ProbeSampler {
     /// Starts counting from what the maps hold now.
     pub fn new(probes: &Probes, pid: u32) -> crate::error::Result<Self> {
+        Ok(Self::from(probes, pid, probes.read()?))
+    }
+
+    /// Starts counting from zero: the maps were created empty at attach,
+    /// so nothing that happened since is missed.
+    pub fn since_attach(probes: &Probes, pid: u32) -> Self {
+        Self::from(probes, pid, Snapshot::default())
+    }
+
+    fn from(probes: &Probes, pid: u32, cur: Snapshot) -> Self {
         let now = std::time::Instant::now();
-        let cur = probes.read()?;
         let mut fds = FdTable::new(pid);
         fds.refresh(cur.fds.keys().copied());
-        Ok(ProbeSampler {
+        ProbeSampler {
             cols: Columns::new(&probes.plan.write, probes.plan.flush.is_some()),
             fds,
             start: now,
@@ -222,7 +233,13 @@ impl ProbeSampler {
             base: cur.clone(),
             prev: cur,
             base_at: now,
-        })
+            changed: false,
+        }
+    }
+
+    /// Whether the last [`ProbeSampler::tick`] saw any count move.
+    pub fn changed(&self) -> bool {
+        self.changed
     }
 
     /// The interval since the previous tick.
@@ -238,6 +255,7 @@ impl ProbeSampler {
             (now - self.start).as_secs_f64(),
             (now - self.last).as_secs_f64(),
         );
+        self.changed = cur != self.prev;
         self.prev = cur;
         self.last = now;
         Ok(i)

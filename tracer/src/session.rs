@@ -181,39 +181,41 @@ pub async fn setup(
         .transpose()?;
     let trace_on = !server.no_trace;
     let mut managed = None;
-    let mut exe_hint = None;
+    // The managed binary's attach plan, made before it starts (to reject a
+    // binary without probe points early) and used again at attach.
+    let mut planned: Option<Plan> = None;
     let conn = if conn.any_given() {
         conn.clone()
     } else {
-        let binary = ph
+        let (binary, plan) = ph
             .run(stop, "find server", async {
                 let path = locate::find(server.mysqld.as_deref())?;
                 let b = locate::inspect(&path, declared)?;
-                if trace_on {
-                    // Reject a binary without probe points before starting it.
-                    Plan::new(&Target {
+                let plan = if trace_on {
+                    Some(Plan::new(&Target {
                         pid: 0,
                         exe: b.path.clone(),
                         debug_root: probe_args.debug_dir.clone(),
                         server: Some(b.id),
                         fsync_probe: probe_args.fsync_probe,
-                    })?;
-                }
-                Ok(b)
+                    })?)
+                } else {
+                    None
+                };
+                Ok((b, plan))
             })
             .await?;
+        planned = plan;
         ph.note(format_args!(
             "server binary {} ({})",
             binary.path.display(),
             binary.id
         ));
-        exe_hint = Some(binary.path.clone());
         let m = Managed::new(ManagedConfig {
             binary,
             options: server.server_options.clone(),
             workdir: server.workdir.clone(),
             keep: server.keep,
-            verbose: probe_args.verbose,
         })?;
         ph.note(format_args!("temp dir {}", m.dir().display()));
         // The server is owned by `managed` from here on: whatever happens
@@ -252,17 +254,20 @@ pub async fn setup(
         Some(pid) if trace_on => {
             let target = Target {
                 pid,
-                exe: match &exe_hint {
-                    Some(p) if managed.is_some() => p.clone(),
-                    _ => process::exe_of(pid)?,
+                exe: match &planned {
+                    Some(p) => p.exe.clone(),
+                    None => process::exe_of(pid)?,
                 },
                 debug_root: probe_args.debug_dir.clone(),
-                server: declared,
+                server: planned.as_ref().and_then(|p| p.server).or(declared),
                 fsync_probe: probe_args.fsync_probe,
             };
             let probes = ph
                 .run(stop, "attach probes", async {
-                    let plan = Plan::new(&target)?;
+                    let plan = match planned.take() {
+                        Some(p) => p,
+                        None => Plan::new(&target)?,
+                    };
                     Probes::attach(&target, plan)
                 })
                 .await?;

@@ -1,13 +1,13 @@
 //! `commitscope study`: the systemtap study's four scenarios (STUDY.md §1)
 //! on one server with one set of probes, and its table with our measured
 //! ratios beside the published ones.
-use std::{io::Write, time::Duration};
+use std::io::Write;
 
 use workload::{engine::Config, scenario::Scenario};
 
 use crate::{
     cli::StudyArgs,
-    error::{Error, Result},
+    error::Result,
     report::{human::opt_f, json::Json, live::Live, RunSink, RunSummary},
     session::{setup, Measure, Phases, Stop},
 };
@@ -52,15 +52,6 @@ pub const ROWS: &[Row] = &[
         published: "~5:1",
     },
 ];
-
-fn seconds(what: &'static str, v: f64, min: f64) -> Result<Duration> {
-    if !v.is_finite() || v < min {
-        return Err(Error::Usage(format!(
-            "invalid {what} {v}: expected a number of seconds >= {min}"
-        )));
-    }
-    Ok(Duration::from_secs_f64(v))
-}
 
 /// The study table, as text.
 pub fn table(out: &mut impl Write, done: &[(&Row, RunSummary)], fallback: bool, secs: f64) {
@@ -108,6 +99,7 @@ pub fn table(out: &mut impl Write, done: &[(&Row, RunSummary)], fallback: bool, 
 }
 
 pub fn run(args: StudyArgs) -> Result<()> {
+    use workload::run::seconds;
     let duration = seconds("--duration", args.duration, 0.01)?;
     let warmup = seconds("--warmup", args.warmup, 0.0)?;
     let interval = seconds("--interval", args.interval, 0.01)?;

@@ -2,16 +2,15 @@
 //! counts until Ctrl-C, `--duration`, or the server exits.
 use std::{
     io::{stderr, stdout, Write},
-    time::{Duration, Instant, SystemTime},
+    time::{Duration, SystemTime},
 };
 
 use crate::{
     cli::TraceArgs,
     error::{Error, Result},
-    fds::FdTable,
-    probes::{profiles, Plan, Probes, Snapshot, Target, WriteProbe},
+    probes::{profiles, Plan, Probes, Target, WriteProbe},
     report::{human::Human, json::Json, EndReason, Legend, Sink, Summary},
-    sample::{Columns, Interval},
+    sample::ProbeSampler,
     server::process,
 };
 
@@ -133,14 +132,9 @@ async fn run_loop(
     sink: &mut dyn Sink,
     legend: &Legend,
 ) -> Result<()> {
-    let cols = Columns::new(&probes.plan.write, probes.plan.flush.is_some());
-    let mut fds = FdTable::new(target.pid);
     // The maps were created empty at attach: counting starts there, so
     // the baseline is zero, not a first read that could miss early events.
-    let first = Snapshot::default();
-    let mut prev: Snapshot = first.clone();
-    let start = Instant::now();
-    let mut last_tick = start;
+    let mut sampler = ProbeSampler::since_attach(probes, target.pid);
     let mut intervals = 0u64;
     let period = Duration::from_secs_f64(args.interval);
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
@@ -170,24 +164,14 @@ async fn run_loop(
     let end = loop {
         tokio::select! {
             _ = tick.tick() => {
-                let cur = probes.read()?;
-                fds.refresh(cur.fds.keys().copied());
-                let now = Instant::now();
-                let i = Interval::between(&prev, &cur, &fds, &cols, (now - start).as_secs_f64(), (now - last_tick).as_secs_f64());
+                let i = sampler.tick(probes)?;
                 sink.interval(SystemTime::now(), &i);
                 intervals += 1;
-                prev = cur;
-                last_tick = now;
                 if !process::alive(target.pid) {
                     break EndReason::TargetExited;
                 }
             }
-            _ = fd_poll.tick() => {
-                if let Ok(keys) = probes.fds() {
-                    fds.refresh(keys);
-                }
-                probes.drain_logs();
-            }
+            _ = fd_poll.tick() => sampler.poll_fds(probes),
             _ = &mut sleep_until_deadline => break EndReason::Duration,
             _ = sigint.recv() => break EndReason::Interrupted,
             _ = sigterm.recv() => break EndReason::Interrupted,
@@ -195,29 +179,12 @@ async fn run_loop(
     };
     // The partial last interval (also what a dying target did after the
     // last tick), so the totals equal the sum of the printed lines.
-    let cur = probes.read()?;
-    fds.refresh(cur.fds.keys().copied());
-    let now = Instant::now();
-    if cur != prev {
-        let i = Interval::between(
-            &prev,
-            &cur,
-            &fds,
-            &cols,
-            (now - start).as_secs_f64(),
-            (now - last_tick).as_secs_f64(),
-        );
+    let i = sampler.tick(probes)?;
+    if sampler.changed() {
         sink.interval(SystemTime::now(), &i);
         intervals += 1;
     }
-    let totals = Interval::between(
-        &first,
-        &cur,
-        &fds,
-        &cols,
-        (now - start).as_secs_f64(),
-        (now - start).as_secs_f64(),
-    );
+    let totals = sampler.totals();
     sink.summary(
         legend,
         &Summary {

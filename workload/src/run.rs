@@ -14,7 +14,8 @@ use crate::{
     stats::Summary,
 };
 
-fn seconds(what: &'static str, v: f64, min: f64) -> Result<Duration> {
+/// A flag's seconds as a Duration, or the one-line error naming the flag.
+pub fn seconds(what: &'static str, v: f64, min: f64) -> Result<Duration> {
     if !v.is_finite() || v < min {
         return Err(Error::BadInput {
             what,

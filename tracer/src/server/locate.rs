@@ -23,8 +23,11 @@ pub struct ServerBinary {
     pub messages: Option<PathBuf>,
 }
 
-fn is_file(p: &Path) -> bool {
-    p.is_file()
+/// The directories of `$PATH`, in order.
+fn path_dirs() -> Vec<PathBuf> {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default()
 }
 
 /// `--mysqld PATH`, else `mariadbd`/`mysqld` on PATH, then the usual dirs.
@@ -37,16 +40,13 @@ pub fn find(explicit: Option<&Path>) -> Result<PathBuf> {
         }
         return Ok(p.to_owned());
     }
-    let path_dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    let dirs = path_dirs
+    let dirs = path_dirs()
         .into_iter()
         .chain(EXTRA_DIRS.iter().map(PathBuf::from));
     for dir in dirs {
         for name in NAMES {
             let p = dir.join(name);
-            if is_file(&p) {
+            if p.is_file() {
                 return Ok(p);
             }
         }
@@ -103,16 +103,14 @@ impl ServerBinary {
                 };
                 let bindir = self.path.parent().unwrap_or(Path::new("/"));
                 let local = [bindir.to_path_buf(), self.basedir.join("scripts")];
-                let path_dirs: Vec<PathBuf> = std::env::var_os("PATH")
-                    .map(|p| std::env::split_paths(&p).collect())
-                    .unwrap_or_default();
+                let path_dirs = path_dirs();
                 // The script shipped with this binary first, then the
                 // system's (the symbolized fixture has none of its own; a
                 // 10.11.19 script makes a datadir 10.11.18 opens).
                 for dir in local.iter().chain(path_dirs.iter()) {
                     for n in names {
                         let p = dir.join(n);
-                        if is_file(&p) {
+                        if p.is_file() {
                             return Ok(InitMethod::InstallScript {
                                 script: p,
                                 own: local.contains(&dir.clone()),

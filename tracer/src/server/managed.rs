@@ -30,7 +30,6 @@ pub struct ManagedConfig {
     pub workdir: PathBuf,
     /// Keep the temp dir (datadir, error log) after the run.
     pub keep: bool,
-    pub verbose: bool,
 }
 
 /// The private temp dir; removed on drop unless kept.
