@@ -106,6 +106,7 @@ pub const NR_PWRITEV2: i32 = 328;
 /// Names of the global variables user space sets before loading.
 pub mod globals {
     pub const TARGET_TGID: &str = "TARGET_TGID";
+    pub const WRITE_TIMING: &str = "WRITE_TIMING";
     pub const PRED_A_ARG: &str = "PRED_A_ARG";
     pub const PRED_A_OP: &str = "PRED_A_OP";
     pub const PRED_A_MASK: &str = "PRED_A_MASK";

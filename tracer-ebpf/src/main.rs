@@ -23,6 +23,10 @@ use tracer_ebpf::{
 // from folding the zero initialisers.
 #[no_mangle]
 static TARGET_TGID: u32 = 0;
+/// Non-zero when the write return probe is attached: only then is the
+/// entry timestamp worth a hash-map insert (else entries would pile up).
+#[no_mangle]
+static WRITE_TIMING: u32 = 0;
 #[no_mangle]
 static PRED_A_ARG: u32 = 0;
 #[no_mangle]
@@ -169,6 +173,9 @@ pub fn write_entry(ctx: ProbeContext) -> u32 {
     }
     if predicate(&ctx, &PRED_B_ARG, &PRED_B_OP, &PRED_B_MASK, &PRED_B_VALUE) {
         bump(Counter::WritePredB);
+    }
+    if cfg_u32(&WRITE_TIMING) == 0 {
+        return 0;
     }
     let start = WriteStart {
         ts: unsafe { bpf_ktime_get_ns() },

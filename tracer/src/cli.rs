@@ -144,6 +144,10 @@ pub struct TraceArgs {
     /// One JSON object per interval, then a summary object.
     #[arg(long)]
     pub json: bool,
+    /// Count write requests without timing them: one probe hit per call
+    /// instead of two (no write_wait / commit_time line).
+    #[arg(long)]
+    pub no_write_timing: bool,
     #[command(flatten)]
     pub probes: ProbeArgs,
 }

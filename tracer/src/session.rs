@@ -198,6 +198,7 @@ pub async fn setup(
                         debug_root: probe_args.debug_dir.clone(),
                         server: Some(b.id),
                         fsync_probe: probe_args.fsync_probe,
+                        write_timing: false,
                     })?)
                 } else {
                     None
@@ -261,6 +262,8 @@ pub async fn setup(
                 debug_root: probe_args.debug_dir.clone(),
                 server: planned.as_ref().and_then(|p| p.server).or(declared),
                 fsync_probe: probe_args.fsync_probe,
+                // The workload times every commit from the client side.
+                write_timing: false,
             };
             let probes = ph
                 .run(stop, "attach probes", async {

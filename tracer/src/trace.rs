@@ -45,6 +45,7 @@ pub fn target(args: &TraceArgs) -> Result<Target> {
         debug_root: args.probes.debug_dir.clone(),
         server,
         fsync_probe: args.probes.fsync_probe,
+        write_timing: !args.no_write_timing,
     })
 }
 

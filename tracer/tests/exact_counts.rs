@@ -263,6 +263,17 @@ fn fd_map_overflow_is_counted_and_logged() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    // Attach only once the shell has exec'd the fixture: before that the
+    // pid is /bin/sh, which has no probe points.
+    let want = bin.canonicalize().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_link(format!("/proc/{}/exe", fx.id())).ok() != Some(want.clone()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the fixture never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let tracer = Tracer::start(fx.id(), &[]);
     writeln!(fx.stdin.take().unwrap(), "go").unwrap();
     let mut line = String::new();

@@ -367,7 +367,14 @@ fn overhead(threads: u32, pairs: u32, seconds: u32, mysqld: Option<PathBuf>) -> 
         let t0 = unix_now();
         sleep(window);
         untraced.push((t0 + 1.0, unix_now()));
-        let mut tr = start_trace(&cs, server.pid(), &["--json"], Stdio::null())?;
+        // The main command's probe set: the write probe counts, the
+        // workload times the commits.
+        let mut tr = start_trace(
+            &cs,
+            server.pid(),
+            &["--json", "--no-write-timing"],
+            Stdio::null(),
+        )?;
         let t0 = unix_now();
         sleep(window);
         traced.push((t0 + 1.0, unix_now()));

@@ -37,6 +37,10 @@ pub struct Target {
     pub debug_root: PathBuf,
     pub server: Option<ServerId>,
     pub fsync_probe: FsyncProbe,
+    /// Time each write request (entry + return probe). Off, the write probe
+    /// only counts: one probe hit per commit instead of two, for callers
+    /// that measure commit latency themselves (the main command's workload).
+    pub write_timing: bool,
 }
 
 /// How the write probe was placed.
@@ -271,6 +275,8 @@ impl Probes {
         let ops = [pred_a.op as u32, pred_b.op as u32, pred_f.op as u32];
         let mut loader = EbpfLoader::new();
         loader.override_global(g::TARGET_TGID, &target.pid, true);
+        let write_timing = u32::from(target.write_timing);
+        loader.override_global(g::WRITE_TIMING, &write_timing, true);
         set_pred(
             &mut loader,
             [g::PRED_A_ARG, g::PRED_A_OP, g::PRED_A_MASK, g::PRED_A_VALUE],
@@ -311,8 +317,10 @@ impl Probes {
         for w in plan.write.points() {
             attach_uprobe(&mut ebpf, prog::WRITE_ENTRY, w, exe, pid)?;
             note("write", "uprobe", w);
-            attach_uprobe(&mut ebpf, prog::WRITE_RETURN, w, exe, pid)?;
-            note("write", "uretprobe", w);
+            if target.write_timing {
+                attach_uprobe(&mut ebpf, prog::WRITE_RETURN, w, exe, pid)?;
+                note("write", "uretprobe", w);
+            }
         }
         if let Some(f) = &plan.flush {
             attach_uprobe(&mut ebpf, prog::FLUSH_ENTRY, f, exe, pid)?;

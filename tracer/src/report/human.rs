@@ -174,17 +174,20 @@ pub fn probe_totals(out: &mut impl Write, l: &Legend, t: &Interval) {
     let _ = writeln!(out, "{:<14} {:>12}", "data_fsync", t.data_fsync);
     let _ = writeln!(out, "{:<14} {:>12}", "other_fsync", t.other_fsync);
     // In fallback mode the timed function is the server-layer commit.
-    let _ = writeln!(
-        out,
-        "{:<14} p50 {} us  p99 {} us",
-        if fallback {
-            "commit_time"
-        } else {
-            "write_wait"
-        },
-        opt_f(t.write_wait_p50_us, 0),
-        opt_f(t.write_wait_p99_us, 0)
-    );
+    // Untimed (--no-write-timing) there is nothing to print.
+    if t.write_wait_p99_us.is_some() {
+        let _ = writeln!(
+            out,
+            "{:<14} p50 {} us  p99 {} us",
+            if fallback {
+                "commit_time"
+            } else {
+                "write_wait"
+            },
+            opt_f(t.write_wait_p50_us, 0),
+            opt_f(t.write_wait_p99_us, 0)
+        );
+    }
     if t.lost_events > 0 {
         let _ = writeln!(
             out,
