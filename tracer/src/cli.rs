@@ -32,6 +32,12 @@ pub enum Command {
     /// The group-commit study's four scenarios, with its published ratios beside ours.
     #[command(disable_help_flag = true)]
     Study(StudyArgs),
+    /// Load the TPC-C data (--workload tpcc --warehouses W) into a running server.
+    #[command(disable_help_flag = true)]
+    Load(workload::cli::WorkloadArgs),
+    /// Check TPC-C consistency conditions 1-4 on the loaded data.
+    #[command(disable_help_flag = true)]
+    Check(workload::cli::WorkloadArgs),
 }
 
 /// The main command: workload + probes on one server, one joined line per tick.

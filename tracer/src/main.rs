@@ -18,11 +18,19 @@ fn main() -> ExitCode {
         Some(Command::Trace(args)) => commitscope::trace::run(args),
         Some(Command::Study(args)) => commitscope::study::run(args),
         Some(Command::Workload(args)) => workload::run::run(&args).map(|_| ()).map_err(Error::from),
+        Some(Command::Load(args)) => {
+            workload::tpcc::cmd::load(&args, &mut std::io::stdout()).map_err(Error::from)
+        }
+        Some(Command::Check(args)) => {
+            workload::tpcc::cmd::check(&args, &mut std::io::stdout()).map_err(Error::from)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         // Ctrl-C before the run: cleaned up, and said so; 130 as a shell would.
-        Err(e @ Error::Interrupted { .. }) => {
+        Err(
+            e @ (Error::Interrupted { .. } | Error::Workload(workload::Error::LoadInterrupted)),
+        ) => {
             eprintln!("commitscope: {e}");
             ExitCode::from(130)
         }

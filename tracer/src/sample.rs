@@ -301,7 +301,9 @@ pub struct Joined {
 
 impl Joined {
     pub fn new(workload: workload::stats::IntervalSample, trace: Option<Interval>) -> Self {
-        let commits_per_flush = trace.as_ref().and_then(|t| ratio(workload.txns, t.n_flush));
+        let commits_per_flush = trace
+            .as_ref()
+            .and_then(|t| ratio(workload.commits, t.n_flush));
         Joined {
             workload,
             trace,

@@ -12,7 +12,8 @@ use std::{
 use tokio::sync::watch;
 use workload::{
     conn::{ConnArgs, Endpoint},
-    engine::{Config, Engine},
+    driver::Driver,
+    engine::Config,
 };
 
 use crate::{
@@ -349,7 +350,7 @@ impl Stage {
             _ => None,
         };
         let mut before = status::read(control).await?;
-        let mut engine = Engine::start(m.cfg.clone())?;
+        let mut engine = Driver::start(m.cfg.clone())?;
         let warmup = m.cfg.warmup.as_secs_f64();
         let mut base_marked = warmup <= 0.0;
         sink.start(&self.header, &m.cfg);
@@ -436,7 +437,7 @@ impl Stage {
                         redo_fsyncs: t.redo_fsync,
                         redo_writes: t.redo_writes,
                         data_fsyncs: t.data_fsync,
-                        commits: wsum.txns,
+                        commits: wsum.commits,
                         binlog_fsyncs: t.binlog_fsync,
                     },
                 )

@@ -136,6 +136,7 @@ pub fn run(args: StudyArgs) -> Result<()> {
                     rows_per_thread: 1,
                     total_rows: None,
                     warmup,
+                    tpcc: None,
                 },
                 interval,
                 duration: Some(duration),

@@ -20,8 +20,13 @@ pub struct WorkloadArgs {
     /// Seconds at the start excluded from the summary.
     #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
     pub warmup: f64,
-    /// Seconds per report line.
-    #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
+    /// Seconds per report line (tpcc-mysql's -i).
+    #[arg(
+        long,
+        alias = "report-interval",
+        default_value_t = 1.0,
+        value_name = "SECONDS"
+    )]
     pub interval: f64,
     /// update: each worker cycles over its own R rows.
     #[arg(long, default_value_t = 1, value_name = "R")]
@@ -39,5 +44,40 @@ pub struct WorkloadArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
+    pub tpcc: TpccArgs,
+    #[command(flatten)]
     pub conn: ConnArgs,
+}
+
+/// `--workload tpcc` settings.
+#[derive(Clone, Debug, Args)]
+pub struct TpccArgs {
+    /// tpcc: warehouses to load and drive (tpcc-mysql's -w).
+    #[arg(long, short = 'w', default_value_t = 1, value_name = "W")]
+    pub warehouses: u32,
+    /// tpcc: add tpcc-mysql's 10 foreign keys after a load.
+    #[arg(long)]
+    pub foreign_keys: bool,
+    /// tpcc: one transaction for all ten districts of a Delivery (the spec's
+    /// shape) instead of tpcc-mysql's commit per district.
+    #[arg(long)]
+    pub delivery_single_commit: bool,
+    /// tpcc: the spec's keying and think times (tpcc-mysql has none).
+    #[arg(long)]
+    pub think: bool,
+    /// tpcc: connections loading at once (default: 2 x cores, at most 2 per warehouse + 1).
+    #[arg(long, value_name = "N")]
+    pub load_parallel: Option<usize>,
+}
+
+impl TpccArgs {
+    pub fn settings(&self) -> crate::tpcc::Settings {
+        crate::tpcc::Settings {
+            warehouses: self.warehouses,
+            foreign_keys: self.foreign_keys,
+            delivery_single_commit: self.delivery_single_commit,
+            think: self.think,
+            load_parallel: self.load_parallel,
+        }
+    }
 }

@@ -44,6 +44,8 @@ pub struct Config {
     pub rows_per_thread: u32,
     pub total_rows: Option<u64>,
     pub warmup: Duration,
+    /// Set for `--workload tpcc`.
+    pub tpcc: Option<crate::tpcc::Settings>,
 }
 
 /// How the workers talk to the server (see the module docs).
@@ -219,7 +221,8 @@ impl Shared {
 /// The statement a scenario runs.
 fn statement(s: Scenario) -> &'static str {
     match s {
-        Scenario::Update | Scenario::HotRow => scenario::UPDATE_SQL,
+        // Tpcc never gets here: Engine::start hands it to tpcc::driver.
+        Scenario::Update | Scenario::HotRow | Scenario::Tpcc => scenario::UPDATE_SQL,
         Scenario::Insert => scenario::INSERT_SQL,
     }
 }
@@ -248,7 +251,7 @@ mod blocking {
         row: u32,
     ) -> std::result::Result<(), mysql::Error> {
         match scenario {
-            Scenario::Update | Scenario::HotRow => c.exec_drop(stmt, (row,)),
+            Scenario::Update | Scenario::HotRow | Scenario::Tpcc => c.exec_drop(stmt, (row,)),
             Scenario::Insert => {
                 c.exec_drop(stmt, ())?;
                 c.query_drop("COMMIT")
@@ -326,7 +329,7 @@ mod evloop {
         row: u32,
     ) -> std::result::Result<(), mysql_async::Error> {
         match scenario {
-            Scenario::Update | Scenario::HotRow => c.exec_drop(stmt, (row,)).await,
+            Scenario::Update | Scenario::HotRow | Scenario::Tpcc => c.exec_drop(stmt, (row,)).await,
             Scenario::Insert => {
                 c.exec_drop(stmt, ()).await?;
                 c.query_drop("COMMIT").await
@@ -443,6 +446,11 @@ impl Engine {
                 detail: "must be at least 1".into(),
             });
         }
+        if cfg.scenario == Scenario::Tpcc {
+            return Err(Error::Runtime(
+                "the TPC-C workload runs on its own driver (workload::driver)".into(),
+            ));
+        }
         let io = IoModel::for_clients(cfg.threads);
         let shared = Arc::new(Shared {
             slots: (0..cfg.threads)
@@ -544,6 +552,7 @@ impl Engine {
             interval_s,
             warmup,
             txns,
+            commits: txns,
             tps: if interval_s > 0.0 {
                 txns as f64 / interval_s
             } else {
@@ -552,6 +561,7 @@ impl Engine {
             latency: Latency::of(&hist),
             errors,
             retries,
+            tpcc: None,
         };
         self.samples.push(s.clone());
         Ok(s)
@@ -594,6 +604,7 @@ impl Engine {
             warmup_s: self.cfg.warmup.as_secs_f64(),
             total_txns,
             txns,
+            commits: txns,
             mean_tps: if measured_s > 0.0 {
                 txns as f64 / measured_s
             } else {
@@ -607,6 +618,7 @@ impl Engine {
             errors_by_code: self.shared.errors_by_code.lock().map_err(lock_err)?.clone(),
             rows_done: self.cfg.total_rows.map(|_| total_txns),
             rows_elapsed_s,
+            tpcc: None,
         };
         Ok((last, summary))
     }

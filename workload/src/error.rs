@@ -28,6 +28,15 @@ pub enum Error {
         source: mysql_async::Error,
     },
 
+    #[error("TPC-C, {context}: {detail}")]
+    Tpcc {
+        context: &'static str,
+        detail: String,
+    },
+
+    #[error("the TPC-C load was interrupted; the database is marked incomplete and the next run reloads it")]
+    LoadInterrupted,
+
     #[error("{0}")]
     Runtime(String),
 }

@@ -3,6 +3,7 @@
 //! tracer lines its probe counts up with [`engine::Sampler::sample`] ticks.
 pub mod cli;
 pub mod conn;
+pub mod driver;
 pub mod engine;
 pub mod error;
 pub mod mycnf;
@@ -11,5 +12,6 @@ pub mod run;
 pub mod scenario;
 pub mod schema;
 pub mod stats;
+pub mod tpcc;
 
 pub use error::{Error, Result};

@@ -11,6 +11,7 @@ pub struct Printer<W: Write> {
     out: W,
     json: bool,
     lines: u64,
+    tpcc: crate::tpcc::report::IntervalLines,
 }
 
 impl<W: Write> Printer<W> {
@@ -19,6 +20,7 @@ impl<W: Write> Printer<W> {
             out,
             json,
             lines: 0,
+            tpcc: Default::default(),
         }
     }
 
@@ -29,6 +31,10 @@ impl<W: Write> Printer<W> {
                 o.insert("type".into(), "interval".into());
             }
             let _ = writeln!(self.out, "{v}");
+        } else if s.tpcc.is_some() {
+            for l in self.tpcc.lines(s) {
+                let _ = writeln!(self.out, "{l}");
+            }
         } else {
             if self.lines.is_multiple_of(20) {
                 let _ = writeln!(
@@ -116,6 +122,9 @@ impl<W: Write> Printer<W> {
             );
             if let (Some(rows), Some(secs)) = (s.rows_done, s.rows_elapsed_s) {
                 let _ = writeln!(o, "{rows} rows in {secs:.2} s");
+            }
+            if let Some(t) = &s.tpcc {
+                let _ = write!(o, "{}", crate::tpcc::report::final_report(t));
             }
         }
         let _ = self.out.flush();

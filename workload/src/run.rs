@@ -6,7 +6,8 @@ use std::time::Duration;
 use crate::{
     cli::WorkloadArgs,
     conn,
-    engine::{Config, Engine},
+    driver::Driver,
+    engine::Config,
     error::{Error, Result},
     report::Printer,
     scenario::Scenario,
@@ -40,6 +41,12 @@ pub fn config(args: &WorkloadArgs) -> Result<(Config, Duration, Option<Duration>
             detail: "only applies to --workload insert".into(),
         });
     }
+    if args.workload == Scenario::Tpcc && !(1..=10_000).contains(&args.tpcc.warehouses) {
+        return Err(Error::BadInput {
+            what: "--warehouses",
+            detail: format!("{}: expected 1..=10000", args.tpcc.warehouses),
+        });
+    }
     let interval = seconds("--interval", args.interval, 0.01)?;
     let warmup = seconds("--warmup", args.warmup, 0.0)?;
     let duration = args
@@ -54,6 +61,7 @@ pub fn config(args: &WorkloadArgs) -> Result<(Config, Duration, Option<Duration>
         rows_per_thread: args.rows_per_thread.max(1),
         total_rows: args.total_rows,
         warmup,
+        tpcc: (args.workload == Scenario::Tpcc).then(|| args.tpcc.settings()),
     };
     Ok((cfg, interval, duration))
 }
@@ -64,6 +72,9 @@ pub async fn prepare(cfg: &Config, reset: bool) -> Result<()> {
     let rows = schema::rows_needed(cfg.threads, cfg.rows_per_thread);
     schema::prepare(&mut c, &cfg.database, cfg.scenario, rows, reset).await?;
     let _ = c.disconnect().await;
+    if let Some(s) = &cfg.tpcc {
+        crate::tpcc::prepare::ensure_loaded(cfg, s, false).await?;
+    }
     Ok(())
 }
 
@@ -72,7 +83,7 @@ async fn drive(args: &WorkloadArgs, out: impl std::io::Write) -> Result<Summary>
     prepare(&cfg, args.reset).await?;
     let mut out = Printer::new(out, args.json);
     let warmup = cfg.warmup;
-    let mut engine = Engine::start(cfg)?;
+    let mut engine = Driver::start(cfg)?;
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // --duration is the measured time, after the warmup (as tpcc-mysql's -l after -r).

@@ -11,6 +11,8 @@ pub enum Scenario {
     HotRow,
     /// One INSERT + COMMIT per row into `test_load` (seed 004).
     Insert,
+    /// TPC-C, compatible with tpcc-mysql (`--warehouses`).
+    Tpcc,
 }
 
 impl fmt::Display for Scenario {
@@ -19,6 +21,7 @@ impl fmt::Display for Scenario {
             Scenario::Update => "update",
             Scenario::HotRow => "hot-row",
             Scenario::Insert => "insert",
+            Scenario::Tpcc => "tpcc",
         })
     }
 }

@@ -124,6 +124,8 @@ pub async fn prepare(
                 start = end + 1;
             }
         }
+        // The TPC-C tables are the loader's (tpcc::load).
+        Scenario::Tpcc => {}
         Scenario::Insert => {
             conn.query_drop(
                 "CREATE TABLE IF NOT EXISTS test_load (a INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, b CHAR(80)) ENGINE=InnoDB",

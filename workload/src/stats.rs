@@ -44,12 +44,19 @@ pub struct IntervalSample {
     pub warmup: bool,
     /// Transactions committed in the interval.
     pub txns: u64,
+    /// Commits that wrote something: what commits/flush divides. Equal to
+    /// `txns` for the single-statement workloads; TPC-C's Delivery commits
+    /// per district, its reads and rollbacks write nothing.
+    pub commits: u64,
     pub tps: f64,
     pub latency: Latency,
     /// Failed transactions (not retried), by error code.
     pub errors: u64,
     /// Deadlock / lock-wait-timeout retries.
     pub retries: u64,
+    /// TPC-C's per-type figures (tpcc-mysql's interval line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tpcc: Option<crate::tpcc::report::TpccInterval>,
 }
 
 /// The end-of-run record over the measured (post-warmup) window.
@@ -65,6 +72,8 @@ pub struct Summary {
     pub total_txns: u64,
     /// Transactions in the measured window.
     pub txns: u64,
+    /// Writing commits in the measured window (see [`IntervalSample::commits`]).
+    pub commits: u64,
     pub mean_tps: f64,
     /// Standard deviation of per-interval tps (measured intervals).
     pub tps_stddev: f64,
@@ -77,6 +86,8 @@ pub struct Summary {
     /// For `--total-rows`: rows inserted and the wall time it took.
     pub rows_done: Option<u64>,
     pub rows_elapsed_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tpcc: Option<crate::tpcc::report::TpccSummary>,
 }
 
 /// Mean and population standard deviation.

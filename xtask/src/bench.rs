@@ -56,6 +56,22 @@ pub enum Which {
         #[arg(long, default_value_t = 5)]
         runs: u32,
     },
+    /// TPC-C: load time (managed server; ours vs a dump replayed by the
+    /// mariadb client), then tpmC, CPU per New-Order and commits per flush
+    /// at each client count.
+    Tpcc {
+        #[arg(long, default_value_t = 2)]
+        warehouses: u32,
+        #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
+        threads: Vec<u32>,
+        #[arg(long, default_value_t = 30)]
+        seconds: u32,
+        #[arg(long, default_value_t = 5)]
+        warmup: u32,
+        /// Load pairs (ours, then the dump replay).
+        #[arg(long, default_value_t = 2)]
+        pairs: u32,
+    },
 }
 
 pub fn run(which: Which) -> anyhow::Result<()> {
@@ -67,6 +83,20 @@ pub fn run(which: Which) -> anyhow::Result<()> {
             mysqld,
         } => overhead(threads, pairs, seconds, mysqld),
         Which::FirstLine { runs } => first_line(runs),
+        Which::Tpcc {
+            warehouses,
+            threads,
+            seconds,
+            warmup,
+            pairs,
+        } => crate::bench_tpcc::tpcc(
+            &commitscope_release()?,
+            warehouses,
+            &threads,
+            seconds,
+            warmup,
+            pairs,
+        ),
         Which::Uprobe { calls, pairs } => uprobe(calls, pairs),
         Which::Workload {
             threads,

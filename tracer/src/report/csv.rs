@@ -11,6 +11,7 @@ const COLUMNS: &[&str] = &[
     "interval_s",
     "warmup",
     "txns",
+    "commits",
     "tps",
     "p50_us",
     "p95_us",
@@ -63,6 +64,7 @@ pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
         format!("{:.3}", w.interval_s),
         u8::from(w.warmup).to_string(),
         w.txns.to_string(),
+        w.commits.to_string(),
         format!("{:.1}", w.tps),
         w.latency.p50_us.to_string(),
         w.latency.p95_us.to_string(),
@@ -116,16 +118,19 @@ mod tests {
                 interval_s: 1.0,
                 warmup: false,
                 txns: 10,
+                commits: 10,
                 tps: 10.0,
                 latency: Default::default(),
                 errors: 0,
                 retries: 0,
+                tpcc: None,
             },
             None,
         );
         let r = row(SystemTime::now(), &j);
         assert_eq!(r.len(), COLUMNS.len());
         assert_eq!(r[4], "10");
-        assert_eq!(r[12], "");
+        assert_eq!(r[5], "10");
+        assert_eq!(r[13], "");
     }
 }

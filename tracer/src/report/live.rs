@@ -13,6 +13,8 @@ pub struct Live<W: Write> {
     out: W,
     lines: u64,
     fallback: bool,
+    /// TPC-C ticks print tpcc-mysql's interval lines instead of the table.
+    tpcc: workload::tpcc::report::IntervalLines,
 }
 
 impl<W: Write> Live<W> {
@@ -21,6 +23,7 @@ impl<W: Write> Live<W> {
             out,
             lines: 0,
             fallback: false,
+            tpcc: Default::default(),
         }
     }
 
@@ -42,6 +45,35 @@ impl<W: Write> Live<W> {
             "redo_p99_us",
             "binlog_fsync"
         );
+    }
+}
+
+impl<W: Write> Live<W> {
+    /// A TPC-C tick: tpcc-mysql's line, then the probes' figures on a line
+    /// of their own that tpcc-mysql's parsers skip (it does not start with
+    /// a number).
+    fn tpcc_tick(&mut self, j: &Joined) {
+        let lines = self.tpcc.lines(&j.workload);
+        if lines.is_empty() {
+            return;
+        }
+        for l in &lines {
+            let _ = writeln!(self.out, "{l}");
+        }
+        if let Some(t) = &j.trace {
+            let _ = writeln!(
+                self.out,
+                "  trace: {} {}  n_flush {}  write/flush {}  commits/flush {}  redo_p99_us {}  binlog_fsync {}",
+                if self.fallback { "srv_commits" } else { "n_write" },
+                t.n_write,
+                t.n_flush,
+                opt_f(t.write_per_flush, 2),
+                opt_f(j.commits_per_flush, 2),
+                opt_f(t.redo_p99_us, 0),
+                t.binlog_fsync
+            );
+        }
+        let _ = self.out.flush();
     }
 }
 
@@ -91,10 +123,27 @@ impl<W: Write> RunSink for Live<W> {
                 let _ = writeln!(self.out, "# untraced: probe columns are '-'");
             }
         }
+        if cfg.tpcc.is_some() {
+            let _ = writeln!(
+                self.out,
+                "# tpcc-mysql interval lines: time, done(late):p90_ms|max_ms for New-Order, Payment, Order-Status, Delivery, Stock-Level"
+            );
+            if !cfg.warmup.is_zero() {
+                let _ = writeln!(
+                    self.out,
+                    "\nRAMP-UP TIME.({} sec.)",
+                    cfg.warmup.as_secs_f64().round()
+                );
+            }
+        }
         let _ = self.out.flush();
     }
 
     fn tick(&mut self, at: SystemTime, j: &Joined) {
+        if j.workload.tpcc.is_some() {
+            self.tpcc_tick(j);
+            return;
+        }
         if self.lines.is_multiple_of(20) {
             self.header();
         }
@@ -163,6 +212,10 @@ impl<W: Write> RunSink for Live<W> {
                 codes.join(", "),
                 w.retries
             );
+        }
+        if let Some(t) = &w.tpcc {
+            let _ = write!(o, "{}", workload::tpcc::report::final_report(t));
+            let _ = writeln!(o);
         }
         if let (Some(t), Some(l)) = (&s.trace, &h.legend) {
             probe_totals(o, l, t);

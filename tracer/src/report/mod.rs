@@ -103,7 +103,9 @@ impl RunSummary {
         trace: Option<Interval>,
         checks: Vec<Check>,
     ) -> Self {
-        let commits_per_flush = trace.as_ref().and_then(|t| ratio(workload.txns, t.n_flush));
+        let commits_per_flush = trace
+            .as_ref()
+            .and_then(|t| ratio(workload.commits, t.n_flush));
         RunSummary {
             end,
             workload,

@@ -1,0 +1,182 @@
+//! TPC-C through the `commitscope` binary: the traced main command prints
+//! tpcc-mysql's interval lines with the probes' figures under them and a
+//! report that parses; Ctrl-C during a load leaves it marked incomplete,
+//! `check` refuses it, and the next run reloads it.
+mod common;
+
+use std::{
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+use common::*;
+use testkit::Server;
+
+fn tpmc(stdout: &str) -> f64 {
+    workload::tpcc::report::parse_tpmc(stdout).unwrap_or_else(|| panic!("no <TpmC>: {stdout}"))
+}
+
+#[test]
+fn traced_tpcc_run_prints_tpcc_mysql_lines_and_trace_lines() {
+    if needs_root() {
+        return;
+    }
+    let wd = tempfile::Builder::new()
+        .prefix("cs-tpcc-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let out = commitscope()
+        .args([
+            "--workload",
+            "tpcc",
+            "-w",
+            "1",
+            "--threads",
+            "4",
+            "--warmup",
+            "1",
+            "--duration",
+            "4",
+            "--report-interval",
+            "1",
+            "--workdir",
+            wd.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}\n{text}");
+    assert!(err.contains("tpcc: loaded"), "{err}");
+    let lines: Vec<&str> = text.lines().collect();
+    let intervals: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| {
+            let l = l.trim_start();
+            l.split(", ").count() == 6
+                && l.split(',')
+                    .next()
+                    .is_some_and(|n| n.parse::<u64>().is_ok())
+        })
+        .map(|(i, _)| i)
+        .collect();
+    assert!(intervals.len() >= 3, "{text}");
+    for &i in &intervals {
+        let next = lines.get(i + 1).copied().unwrap_or_default();
+        assert!(
+            next.starts_with("  trace: srv_commits "),
+            "{next:?}\n{text}"
+        );
+        let n_flush: u64 = next
+            .split("n_flush ")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("{next}"));
+        assert!(n_flush > 0, "{next}");
+    }
+    assert!(tpmc(&text) > 0.0);
+    assert!(text.contains("MEASURING START."), "{text}");
+    assert!(
+        text.contains("<Constraint Check> (all must be [OK])"),
+        "{text}"
+    );
+    assert!(
+        std::fs::read_dir(wd.path()).unwrap().next().is_none(),
+        "temp dir left"
+    );
+}
+
+fn one(s: &Server, sql: &str) -> String {
+    s.query(sql)
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn interrupted_load_is_marked_incomplete_and_reloaded() {
+    let Some(bin) = testkit::system_mariadbd() else {
+        testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
+        return;
+    };
+    let srv = Server::start(&bin, None, &[]).unwrap_or_else(|e| panic!("start server: {e}"));
+    let flags = srv.client_flags();
+    let conn: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let db = ["--workload", "tpcc", "--database", "tpcc_int", "-w", "2"];
+    let child = commitscope()
+        .arg("load")
+        .args(db)
+        .args(&conn)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupt once rows are going in.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let n = srv
+            .query("SELECT COUNT(*) FROM tpcc_int.order_line")
+            .unwrap_or_default();
+        if n.trim().parse::<u64>().unwrap_or(0) > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the load never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("load was interrupted") && last.contains("marked incomplete"),
+        "{err}"
+    );
+    assert_eq!(
+        one(&srv, "SELECT complete FROM tpcc_int._commitscope_tpcc"),
+        "0"
+    );
+
+    // check refuses it, in one line.
+    let out = commitscope()
+        .arg("check")
+        .args(db)
+        .args(&conn)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("did not finish"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    // The next run reloads it, says why, and runs.
+    let out = commitscope()
+        .args(["workload", "--threads", "2", "--duration", "2"])
+        .args(db)
+        .args(&conn)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("an earlier load did not finish"), "{err}");
+    assert_eq!(
+        one(&srv, "SELECT complete FROM tpcc_int._commitscope_tpcc"),
+        "1"
+    );
+    assert!(tpmc(&text) > 0.0);
+    let out = commitscope()
+        .arg("check")
+        .args(db)
+        .args(&conn)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,0 +1,425 @@
+//! The TPC-C driver: one blocking connection and one thread per client
+//! (each transaction is a dozen round trips: a thread waits as cheaply as
+//! a task here), a shuffled 23-card deck per client, per-type counters in
+//! tpcc-mysql's terms (sc, lt, rt, fl) and latency histograms.
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
+    },
+    time::{Duration, Instant},
+};
+
+use fastrand::Rng;
+use hdrhistogram::Histogram;
+use mysql::{prelude::Queryable, Conn};
+
+use super::{
+    rand::NuConstants,
+    report::{KindInterval, KindTotals, TpccInterval, TpccSummary},
+    schema::sql,
+    txn, Kind, Settings,
+};
+use crate::{
+    conn::{self, Endpoint},
+    engine::IoModel,
+    error::{Error, Result},
+    stats::{mean_stddev, new_hist, IntervalSample, Latency, Summary},
+};
+
+const DEADLOCK: u16 = 1213;
+const LOCK_WAIT_TIMEOUT: u16 = 1205;
+
+/// One client's counters since the last sample.
+struct Slot {
+    counts: [KindTotals; 5],
+    hists: [Histogram<u64>; 5],
+    commits: u64,
+}
+
+impl Slot {
+    fn new() -> Slot {
+        Slot {
+            counts: Default::default(),
+            hists: std::array::from_fn(|_| new_hist()),
+            commits: 0,
+        }
+    }
+}
+
+struct Shared {
+    slots: Vec<Mutex<Slot>>,
+    stop: AtomicBool,
+    first_error: Mutex<Option<String>>,
+}
+
+/// The shuffled deck of clause 5.2.4.2: 10 New-Order, 10 Payment and one
+/// of each other kind per 23 cards.
+pub struct Deck {
+    cards: Vec<Kind>,
+    next: usize,
+}
+
+impl Deck {
+    pub fn new(rng: &mut Rng) -> Deck {
+        let mut cards: Vec<Kind> = Kind::ALL
+            .iter()
+            .flat_map(|&k| std::iter::repeat_n(k, k.cards()))
+            .collect();
+        rng.shuffle(&mut cards);
+        Deck { cards, next: 0 }
+    }
+
+    pub fn draw(&mut self, rng: &mut Rng) -> Kind {
+        if self.next == self.cards.len() {
+            rng.shuffle(&mut self.cards);
+            self.next = 0;
+        }
+        self.next += 1;
+        self.cards[self.next - 1]
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct DriverConfig {
+    pub endpoint: Endpoint,
+    pub database: String,
+    pub threads: u32,
+    pub warmup: Duration,
+    pub settings: Settings,
+    /// The load's NURand constants (the run's are derived from them).
+    pub load_constants: NuConstants,
+}
+
+pub struct Driver {
+    cfg: DriverConfig,
+    shared: Arc<Shared>,
+    workers: Vec<std::thread::JoinHandle<()>>,
+    control: Conn,
+    start: Instant,
+    last: Instant,
+    tick: u64,
+    samples: Vec<IntervalSample>,
+    measured_counts: [KindTotals; 5],
+    measured_hists: [Histogram<u64>; 5],
+    measured_all: Histogram<u64>,
+    measured_commits: u64,
+    /// At the start of the measured window: SUM(d_next_o_id) and process CPU.
+    base: Option<(u64, f64)>,
+}
+
+fn d_next_sum(c: &mut Conn) -> Result<u64> {
+    let v: Option<u64> = c
+        .query_first("SELECT CAST(SUM(d_next_o_id) AS UNSIGNED) FROM district")
+        .map_err(sql("reading d_next_o_id"))?;
+    Ok(v.unwrap_or(0))
+}
+
+/// CPU seconds (user + system) of this process so far.
+fn process_cpu_s() -> f64 {
+    // SAFETY: getrusage fills the struct we hand it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn open(cfg: &DriverConfig) -> Result<Conn> {
+    let ep = &cfg.endpoint;
+    let opts = mysql::OptsBuilder::from_opts(conn::blocking_opts(ep, Some(&cfg.database)))
+        .stmt_cache_size(Some(64));
+    Conn::new(opts).map_err(|e| conn::classify_blocking(ep, e))
+}
+
+impl Driver {
+    /// Opens every connection first, then starts the clients.
+    pub fn start(cfg: DriverConfig) -> Result<Driver> {
+        let mut control = open(&cfg)?;
+        let conns = (0..cfg.threads)
+            .map(|_| open(&cfg))
+            .collect::<Result<Vec<_>>>()?;
+        let shared = Arc::new(Shared {
+            slots: (0..cfg.threads).map(|_| Mutex::new(Slot::new())).collect(),
+            stop: AtomicBool::new(false),
+            first_error: Mutex::new(None),
+        });
+        let base = if cfg.warmup.is_zero() {
+            Some((d_next_sum(&mut control)?, process_cpu_s()))
+        } else {
+            None
+        };
+        let mut rng = Rng::new();
+        let run_constants = NuConstants::for_run(&cfg.load_constants, &mut rng);
+        let mut workers = Vec::new();
+        for (w, c) in conns.into_iter().enumerate() {
+            let (cfg2, sh) = (cfg.clone(), shared.clone());
+            let seed = rng.u64(..);
+            workers.push(
+                std::thread::Builder::new()
+                    .name(format!("tpcc-{w}"))
+                    .stack_size(256 * 1024)
+                    .spawn(move || client(w, cfg2, sh, c, run_constants, seed))
+                    .map_err(|e| Error::Runtime(format!("cannot start a client thread: {e}")))?,
+            );
+        }
+        let now = Instant::now();
+        Ok(Driver {
+            cfg,
+            shared,
+            workers,
+            control,
+            start: now,
+            last: now,
+            tick: 0,
+            samples: Vec::new(),
+            measured_counts: Default::default(),
+            measured_hists: std::array::from_fn(|_| new_hist()),
+            measured_all: new_hist(),
+            measured_commits: 0,
+            base,
+        })
+    }
+
+    /// Drains every client's counters into one interval.
+    pub fn sample(&mut self) -> Result<IntervalSample> {
+        let now = Instant::now();
+        let mut counts: [KindTotals; 5] = Default::default();
+        let mut hists: [Histogram<u64>; 5] = std::array::from_fn(|_| new_hist());
+        let mut commits = 0;
+        for slot in &self.shared.slots {
+            let mut s = slot
+                .lock()
+                .map_err(|_| Error::Runtime("a TPC-C client panicked".into()))?;
+            for k in 0..5 {
+                counts[k].add(&s.counts[k]);
+                let _ = hists[k].add(&s.hists[k]);
+                s.hists[k].reset();
+            }
+            s.counts = Default::default();
+            commits += std::mem::take(&mut s.commits);
+        }
+        let interval_s = (now - self.last).as_secs_f64();
+        let elapsed = now - self.start;
+        self.last = now;
+        self.tick += 1;
+        let began = elapsed.saturating_sub(Duration::from_secs_f64(interval_s));
+        let warmup = began + Duration::from_millis(1) < self.cfg.warmup;
+        let mut all = new_hist();
+        for h in &hists {
+            let _ = all.add(h);
+        }
+        if !warmup {
+            for k in 0..5 {
+                self.measured_counts[k].add(&counts[k]);
+                let _ = self.measured_hists[k].add(&hists[k]);
+            }
+            let _ = self.measured_all.add(&all);
+            self.measured_commits += commits;
+        }
+        if self.base.is_none() && elapsed + Duration::from_millis(1) >= self.cfg.warmup {
+            // The measured window starts now.
+            self.base = Some((d_next_sum(&mut self.control)?, process_cpu_s()));
+        }
+        let txns: u64 = counts.iter().map(|c| c.sc + c.lt).sum();
+        let s = IntervalSample {
+            tick: self.tick,
+            elapsed_s: elapsed.as_secs_f64(),
+            interval_s,
+            warmup,
+            txns,
+            commits,
+            tps: if interval_s > 0.0 {
+                txns as f64 / interval_s
+            } else {
+                0.0
+            },
+            latency: Latency::of(&all),
+            errors: counts.iter().map(|c| c.fl).sum(),
+            retries: counts.iter().map(|c| c.rt).sum(),
+            tpcc: Some(TpccInterval {
+                kinds: std::array::from_fn(|k| KindInterval::of(&counts[k], &hists[k])),
+            }),
+        };
+        self.samples.push(s.clone());
+        Ok(s)
+    }
+
+    pub fn finished(&self) -> bool {
+        self.workers
+            .iter()
+            .all(std::thread::JoinHandle::is_finished)
+    }
+
+    pub fn stop(mut self) -> Result<(IntervalSample, Summary)> {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        for w in std::mem::take(&mut self.workers) {
+            let _ = w.join();
+        }
+        let last = self.sample()?;
+        let measured: Vec<&IntervalSample> = self.samples.iter().filter(|s| !s.warmup).collect();
+        let full = measured.len().saturating_sub(1);
+        let tps: Vec<f64> = measured[..full].iter().map(|s| s.tps).collect();
+        let (_, stddev) = mean_stddev(&tps);
+        let measured_s: f64 = measured.iter().map(|s| s.interval_s).sum();
+        let txns: u64 = measured.iter().map(|s| s.txns).sum();
+        let (d_next_before, cpu_before) = self.base.unwrap_or((0, process_cpu_s()));
+        let d_next_after = d_next_sum(&mut self.control)?;
+        let cpu_s = process_cpu_s() - cpu_before;
+        let tpcc = TpccSummary::new(
+            &self.measured_counts,
+            &self.measured_hists,
+            measured_s,
+            self.cfg.settings.warehouses,
+            d_next_after.saturating_sub(d_next_before),
+            cpu_s,
+        );
+        let errors_by_code = self
+            .shared
+            .first_error
+            .lock()
+            .ok()
+            .and_then(|e| e.clone())
+            .map(|e| std::iter::once((e, tpcc.failures())).collect())
+            .unwrap_or_default();
+        let summary = Summary {
+            scenario: "tpcc".into(),
+            threads: self.cfg.threads,
+            io_model: IoModel::Threads,
+            measured_s,
+            warmup_s: self.cfg.warmup.as_secs_f64(),
+            total_txns: self.samples.iter().map(|s| s.txns).sum(),
+            txns,
+            commits: self.measured_commits,
+            mean_tps: if measured_s > 0.0 {
+                txns as f64 / measured_s
+            } else {
+                0.0
+            },
+            tps_stddev: stddev,
+            intervals: measured.len() as u64,
+            latency: Latency::of(&self.measured_all),
+            errors: self.samples.iter().map(|s| s.errors).sum(),
+            retries: self.samples.iter().map(|s| s.retries).sum(),
+            errors_by_code,
+            rows_done: None,
+            rows_elapsed_s: None,
+            tpcc: Some(tpcc),
+        };
+        let _ = self.control.query_drop("DO 0");
+        Ok((last, summary))
+    }
+}
+
+/// Sleeps `s` seconds in slices, returning early on stop.
+fn nap(shared: &Shared, s: f64) {
+    let end = Instant::now() + Duration::from_secs_f64(s);
+    while !shared.stop.load(Ordering::Relaxed) {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
+}
+
+fn client(
+    w: usize,
+    cfg: DriverConfig,
+    shared: Arc<Shared>,
+    mut c: Conn,
+    k: NuConstants,
+    seed: u64,
+) {
+    let mut rng = Rng::with_seed(seed);
+    let mut deck = Deck::new(&mut rng);
+    let s = &cfg.settings;
+    while !shared.stop.load(Ordering::Relaxed) {
+        let kind = deck.draw(&mut rng);
+        let (keying, think) = kind.keying_think_s();
+        if s.think {
+            nap(&shared, keying);
+        }
+        let input = txn::draw(kind, &mut rng, s.warehouses, &k);
+        let t0 = Instant::now();
+        let mut retries = 0;
+        let outcome = loop {
+            match txn::run(&mut c, &input, s.delivery_single_commit) {
+                Ok(o) => break Some(o),
+                Err(mysql::Error::MySqlError(e))
+                    if matches!(e.code, DEADLOCK | LOCK_WAIT_TIMEOUT) =>
+                {
+                    retries += 1;
+                    if shared.stop.load(Ordering::Relaxed) {
+                        break None;
+                    }
+                }
+                Err(e) => {
+                    if let Ok(mut f) = shared.first_error.lock() {
+                        if f.is_none() {
+                            let code = match &e {
+                                mysql::Error::MySqlError(m) => m.code.to_string(),
+                                _ => "io".into(),
+                            };
+                            eprintln!("tpcc: first error in {}: {e}", kind.name());
+                            *f = Some(code);
+                        }
+                    }
+                    if !matches!(e, mysql::Error::MySqlError(_)) {
+                        // The connection is gone: reconnect before the next card.
+                        while !shared.stop.load(Ordering::Relaxed) {
+                            std::thread::sleep(Duration::from_millis(100));
+                            if let Ok(nc) = open(&cfg) {
+                                c = nc;
+                                break;
+                            }
+                        }
+                    }
+                    break None;
+                }
+            }
+        };
+        let us = t0.elapsed().as_micros().max(1) as u64;
+        if let Ok(mut slot) = shared.slots[w].lock() {
+            let t = &mut slot.counts[kind.index()];
+            t.rt += retries;
+            match outcome {
+                Some(o) => {
+                    if us as f64 / 1e6 <= kind.limit_s() {
+                        t.sc += 1;
+                    } else {
+                        t.lt += 1;
+                    }
+                    t.rolled_back += o.rolled_back as u64;
+                    slot.commits += u64::from(o.write_commits);
+                    let _ = slot.hists[kind.index()].record(us);
+                }
+                None if retries > 0 && shared.stop.load(Ordering::Relaxed) => {}
+                None => slot.counts[kind.index()].fl += 1,
+            }
+        }
+        if s.think {
+            // Negative exponential, capped at ten times the mean.
+            let r = rng.f64().max(1e-12);
+            nap(&shared, (-r.ln() * think).min(10.0 * think));
+        }
+    }
+    let _ = c.query_drop("DO 0");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_deck_deals_ten_ten_one_one_one() {
+        let mut rng = Rng::with_seed(5);
+        let mut deck = Deck::new(&mut rng);
+        let mut n = [0u32; 5];
+        for _ in 0..23 * 100 {
+            n[deck.draw(&mut rng).index()] += 1;
+        }
+        assert_eq!(n, [1000, 1000, 100, 100, 100]);
+    }
+}

@@ -1,0 +1,183 @@
+//! TPC-C against a real mariadbd started by the harness: a W=1 load has
+//! the spec's row counts and passes consistency conditions 1-4; so does the
+//! database after a 30 s run at 8 connections, whose report parses, whose
+//! mix passes the Constraint Check, and whose counts match the rows the
+//! server holds.
+use clap::Parser;
+use testkit::Server;
+use workload::{cli::WorkloadArgs, run, tpcc};
+
+#[derive(Parser)]
+#[command(disable_help_flag = true)]
+struct T {
+    #[command(flatten)]
+    a: WorkloadArgs,
+}
+
+fn args(s: &Server, extra: &[&str]) -> WorkloadArgs {
+    let flags = s.client_flags();
+    let mut v = vec!["t", "--workload", "tpcc", "--database", "tpcc_test"];
+    v.extend(flags.iter().map(String::as_str));
+    v.extend_from_slice(extra);
+    T::parse_from(v).a
+}
+
+fn one(s: &Server, sql: &str) -> f64 {
+    let out = s.query(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    out.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{sql} gave {out:?}"))
+}
+
+#[test]
+fn load_run_check() {
+    let Some(bin) = testkit::system_mariadbd() else {
+        testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
+        return;
+    };
+    let srv = Server::start(&bin, None, &[]).unwrap_or_else(|e| panic!("start server: {e}"));
+
+    // Load W=1.
+    let mut out = Vec::new();
+    tpcc::cmd::load(&args(&srv, &["--warehouses", "1"]), &mut out).expect("load");
+    let text = String::from_utf8_lossy(&out).to_string();
+    assert!(text.contains("loaded 1 warehouse(s)"), "{text}");
+    let count = |t: &str| one(&srv, &format!("SELECT COUNT(*) FROM tpcc_test.{t}")) as u64;
+    for (t, n) in [
+        ("warehouse", 1),
+        ("district", 10),
+        ("customer", 30_000),
+        ("history", 30_000),
+        ("orders", 30_000),
+        ("new_orders", 9_000),
+        ("item", 100_000),
+        ("stock", 100_000),
+    ] {
+        assert_eq!(count(t), n, "{t}");
+    }
+    let lines = count("order_line");
+    assert_eq!(
+        lines as f64,
+        one(&srv, "SELECT SUM(o_ol_cnt) FROM tpcc_test.orders"),
+        "order lines = sum(o_ol_cnt)"
+    );
+    assert!((270_000..=330_000).contains(&lines), "{lines} order lines");
+    // tpcc-mysql's secondary indexes, no foreign keys by default.
+    let idx = srv
+        .query("SELECT DISTINCT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA='tpcc_test' AND INDEX_NAME <> 'PRIMARY' ORDER BY 1")
+        .unwrap();
+    assert_eq!(
+        idx.split_whitespace().collect::<Vec<_>>(),
+        [
+            "fkey_order_line_2",
+            "fkey_stock_2",
+            "idx_customer",
+            "idx_orders"
+        ]
+    );
+    assert_eq!(
+        one(&srv, "SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA='tpcc_test'"),
+        0.0
+    );
+    // The spec's data rules.
+    assert_eq!(
+        srv.query("SELECT c_last FROM tpcc_test.customer WHERE c_w_id=1 AND c_d_id=3 AND c_id=372")
+            .unwrap()
+            .trim(),
+        "PRICALLYOUGHT"
+    );
+    let bc = one(&srv, "SELECT AVG(c_credit='BC') FROM tpcc_test.customer");
+    assert!((0.08..=0.12).contains(&bc), "BC share {bc}");
+    let orig = one(
+        &srv,
+        "SELECT AVG(i_data LIKE '%ORIGINAL%') FROM tpcc_test.item",
+    );
+    assert!((0.08..=0.12).contains(&orig), "ORIGINAL share {orig}");
+    assert_eq!(
+        one(&srv, "SELECT COUNT(*) FROM tpcc_test.orders WHERE (o_id < 2101) <> (o_carrier_id IS NOT NULL)"),
+        0.0,
+        "carrier set exactly for o_id <= 2100"
+    );
+    assert_eq!(
+        one(&srv, "SELECT complete FROM tpcc_test._commitscope_tpcc"),
+        1.0
+    );
+    let mut out = Vec::new();
+    tpcc::cmd::check(&args(&srv, &[]), &mut out).expect("conditions hold after the load");
+    assert_eq!(String::from_utf8_lossy(&out).matches(" OK ").count(), 4);
+
+    // 30 s at 8 connections.
+    let before_history = count("history");
+    let before_next = one(&srv, "SELECT SUM(d_next_o_id) FROM tpcc_test.district");
+    let mut out = Vec::new();
+    let summary = run::run_to(
+        &args(
+            &srv,
+            &[
+                "-w",
+                "1",
+                "--threads",
+                "8",
+                "--duration",
+                "30",
+                "--report-interval",
+                "10",
+            ],
+        ),
+        &mut out,
+    )
+    .expect("tpcc run");
+    let text = String::from_utf8_lossy(&out).to_string();
+    let t = summary.tpcc.as_ref().expect("a TPC-C summary");
+    let tpmc = tpcc::report::parse_tpmc(&text).expect("a <TpmC> line");
+    assert!(
+        tpmc > 0.0 && (tpmc - t.tpmc).abs() < 0.001,
+        "{tpmc} vs {}",
+        t.tpmc
+    );
+    let intervals = text
+        .lines()
+        .filter(|l| {
+            let l = l.trim_start();
+            l.split(',').count() == 6
+                && l.split(',')
+                    .next()
+                    .is_some_and(|n| n.parse::<u64>().is_ok())
+        })
+        .count();
+    assert!(intervals >= 3, "tpcc-mysql interval lines:\n{text}");
+    let mix = t.constraint_check().mix;
+    assert!(mix.iter().all(|c| c.ok), "mix: {mix:?}\n{text}");
+    assert_eq!(t.failures(), 0, "{text}");
+    // What the report counts is what the server holds.
+    use tpcc::Kind;
+    assert_eq!(
+        count("history") - before_history,
+        t.totals[Kind::Payment.index()].done(),
+        "one history row per Payment"
+    );
+    let no = &t.totals[Kind::NewOrder.index()];
+    assert_eq!(
+        one(&srv, "SELECT SUM(d_next_o_id) FROM tpcc_test.district") - before_next,
+        (no.done() - no.rolled_back) as f64,
+        "d_next_o_id advances once per committed New-Order"
+    );
+    assert!(no.rolled_back <= no.done() / 20 + 5, "{no:?}");
+    // Every delivered order bumped its customer's c_delivery_cnt once: no
+    // order was delivered twice by concurrent Deliveries.
+    assert_eq!(
+        one(&srv, "SELECT SUM(c_delivery_cnt) FROM tpcc_test.customer"),
+        one(
+            &srv,
+            "SELECT COUNT(*) - 21000 FROM tpcc_test.orders WHERE o_carrier_id IS NOT NULL"
+        ),
+    );
+    assert!(t.totals[Kind::Delivery.index()].done() > 0);
+    let mut out = Vec::new();
+    tpcc::cmd::check(&args(&srv, &[]), &mut out).unwrap_or_else(|e| {
+        panic!(
+            "conditions after the run: {e}\n{}",
+            String::from_utf8_lossy(&out)
+        )
+    });
+}
