@@ -111,18 +111,20 @@ impl Tracer {
             assert!(Instant::now() < deadline, "commitscope did not stop");
             std::thread::sleep(Duration::from_millis(50));
         };
-        std::thread::sleep(Duration::from_millis(100));
-        self.stderr_lines.extend(self.stderr.try_iter());
+        // The reader threads may still hold the last lines: read both
+        // pipes to their EOF.
+        while let Ok(l) = self.stderr.recv_timeout(Duration::from_secs(10)) {
+            self.stderr_lines.push(l);
+        }
         assert!(
             status.success(),
             "commitscope failed ({status}): {:?}",
             self.stderr_lines
         );
-        let lines = self
-            .stdout
-            .try_iter()
-            .map(|l| serde_json::from_str(&l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-            .collect();
+        let mut lines = Vec::new();
+        while let Ok(l) = self.stdout.recv_timeout(Duration::from_secs(10)) {
+            lines.push(serde_json::from_str(&l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")));
+        }
         (lines, self.stderr_lines)
     }
 }

@@ -268,7 +268,11 @@ fn interrupt_during(phase: &str, extra: &[&str], want_code: i32) {
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
-    let rest: Vec<String> = rx.try_iter().collect();
+    // The reader thread may still hold the last lines: read to its EOF.
+    let mut rest = Vec::new();
+    while let Ok(l) = rx.recv_timeout(Duration::from_secs(10)) {
+        rest.push(l);
+    }
     assert_eq!(
         out.status.code(),
         Some(want_code),

@@ -181,3 +181,48 @@ fn load_run_check() {
         )
     });
 }
+
+/// `--foreign-keys` adds tpcc-mysql's ten; `--delivery-single-commit` runs
+/// Delivery as one transaction and keeps the data consistent.
+#[test]
+fn foreign_keys_and_single_commit_delivery() {
+    let Some(bin) = testkit::system_mariadbd() else {
+        testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
+        return;
+    };
+    let srv = Server::start(&bin, None, &[]).unwrap_or_else(|e| panic!("start server: {e}"));
+    let mut out = Vec::new();
+    let summary = run::run_to(
+        &args(
+            &srv,
+            &[
+                "-w",
+                "1",
+                "--foreign-keys",
+                "--delivery-single-commit",
+                "--threads",
+                "4",
+                "--duration",
+                "5",
+            ],
+        ),
+        &mut out,
+    )
+    .expect("tpcc run (loads first)");
+    assert_eq!(
+        one(&srv, "SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA='tpcc_test'"),
+        10.0
+    );
+    let t = summary.tpcc.expect("a TPC-C summary");
+    assert!(t.totals[tpcc::Kind::Delivery.index()].done() > 0);
+    assert_eq!(t.failures(), 0);
+    assert_eq!(
+        one(&srv, "SELECT SUM(c_delivery_cnt) FROM tpcc_test.customer"),
+        one(
+            &srv,
+            "SELECT COUNT(*) - 21000 FROM tpcc_test.orders WHERE o_carrier_id IS NOT NULL"
+        ),
+    );
+    let mut out = Vec::new();
+    tpcc::cmd::check(&args(&srv, &[]), &mut out).expect("conditions hold");
+}

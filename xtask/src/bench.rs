@@ -69,7 +69,7 @@ pub enum Which {
         #[arg(long, default_value_t = 5)]
         warmup: u32,
         /// Load pairs (ours, then the dump replay).
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = 3)]
         pairs: u32,
     },
 }

@@ -139,7 +139,12 @@ pub fn tpcc(
     let med = |v: &[f64]| {
         let mut v = v.to_vec();
         v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
+        let n = v.len();
+        if n.is_multiple_of(2) {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        } else {
+            v[n / 2]
+        }
     };
     let (o, p) = (med(&ours), med(&peer));
 

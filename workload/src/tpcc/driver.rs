@@ -3,6 +3,7 @@
 //! a task here), a shuffled 23-card deck per client, per-type counters in
 //! tpcc-mysql's terms (sc, lt, rt, fl) and latency histograms.
 use std::{
+    collections::BTreeMap,
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc, Mutex,
@@ -50,7 +51,9 @@ impl Slot {
 struct Shared {
     slots: Vec<Mutex<Slot>>,
     stop: AtomicBool,
-    first_error: Mutex<Option<String>>,
+    /// Failures by server error code ("io" for a lost connection); the
+    /// first of each code is also printed once.
+    errors_by_code: Mutex<BTreeMap<String, u64>>,
 }
 
 /// The shuffled deck of clause 5.2.4.2: 10 New-Order, 10 Payment and one
@@ -143,7 +146,7 @@ impl Driver {
         let shared = Arc::new(Shared {
             slots: (0..cfg.threads).map(|_| Mutex::new(Slot::new())).collect(),
             stop: AtomicBool::new(false),
-            first_error: Mutex::new(None),
+            errors_by_code: Mutex::new(BTreeMap::new()),
         });
         let base = if cfg.warmup.is_zero() {
             Some((d_next_sum(&mut control)?, process_cpu_s()))
@@ -277,11 +280,9 @@ impl Driver {
         );
         let errors_by_code = self
             .shared
-            .first_error
+            .errors_by_code
             .lock()
-            .ok()
-            .and_then(|e| e.clone())
-            .map(|e| std::iter::once((e, tpcc.failures())).collect())
+            .map(|m| m.clone())
             .unwrap_or_default();
         let summary = Summary {
             scenario: "tpcc".into(),
@@ -356,15 +357,16 @@ fn client(
                     }
                 }
                 Err(e) => {
-                    if let Ok(mut f) = shared.first_error.lock() {
-                        if f.is_none() {
-                            let code = match &e {
-                                mysql::Error::MySqlError(m) => m.code.to_string(),
-                                _ => "io".into(),
-                            };
-                            eprintln!("tpcc: first error in {}: {e}", kind.name());
-                            *f = Some(code);
+                    let code = match &e {
+                        mysql::Error::MySqlError(m) => m.code.to_string(),
+                        _ => "io".into(),
+                    };
+                    if let Ok(mut m) = shared.errors_by_code.lock() {
+                        let n = m.entry(code).or_default();
+                        if *n == 0 {
+                            eprintln!("tpcc: first error of its kind, in {}: {e}", kind.name());
                         }
+                        *n += 1;
                     }
                     if !matches!(e, mysql::Error::MySqlError(_)) {
                         // The connection is gone: reconnect before the next card.

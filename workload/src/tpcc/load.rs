@@ -122,10 +122,12 @@ pub fn load(opts: &LoadOptions, stop: Arc<AtomicBool>) -> Result<LoadReport> {
                 .name(format!("tpcc-load-{i}"))
                 .spawn(move || {
                     if let Err(e) = worker(&sh, &ep, &db, constants) {
-                        sh.stop.store(true, Ordering::Relaxed);
+                        // The cause first, then the stop: the other loaders
+                        // then fail with "interrupted", which must not win.
                         if let Ok(mut f) = sh.failed.lock() {
                             f.get_or_insert(e);
                         }
+                        sh.stop.store(true, Ordering::Relaxed);
                     }
                 })
                 .map_err(|e| Error::Runtime(format!("cannot start a loader thread: {e}")))
@@ -134,7 +136,9 @@ pub fn load(opts: &LoadOptions, stop: Arc<AtomicBool>) -> Result<LoadReport> {
     while workers.iter().any(|w| !w.is_finished()) {
         std::thread::sleep(Duration::from_millis(100));
         if let Some(b) = &bar {
-            b.set_position(shared.rows.load(Ordering::Relaxed));
+            let rows = shared.rows.load(Ordering::Relaxed);
+            b.set_position(rows);
+            b.set_message(format!("{:.0}", rows as f64 / t0.elapsed().as_secs_f64()));
         }
     }
     for w in workers {
@@ -185,7 +189,7 @@ fn progress_bar(opts: &LoadOptions) -> Option<indicatif::ProgressBar> {
         indicatif::ProgressDrawTarget::stderr(),
     );
     if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "loading {wide_bar} {human_pos}/{human_len} rows  {per_sec}  ETA {eta}",
+        "loading {wide_bar} {human_pos}/{human_len} rows  {msg} rows/s  ETA {eta}",
     ) {
         bar.set_style(style);
     }
@@ -245,10 +249,27 @@ impl Inserter<'_> {
         let n = self.rows.len() as u64;
         let stmt = format!("INSERT INTO {table} VALUES {}", self.rows.join(","));
         self.rows.clear();
-        self.c.query_drop(stmt).map_err(|e| Error::Tpcc {
-            context: "loading",
-            detail: format!("{table}: {e}"),
-        })?;
+        // Two loaders' first rows into the same empty table can deadlock
+        // (MariaDB's bulk insert into an empty table locks the table): the
+        // statement was rolled back whole, so it is simply sent again.
+        let mut attempt = 0;
+        loop {
+            match self.c.query_drop(&stmt) {
+                Ok(()) => break,
+                Err(mysql::Error::MySqlError(e))
+                    if matches!(e.code, 1213 | 1205) && attempt < 20 =>
+                {
+                    attempt += 1;
+                    std::thread::sleep(Duration::from_millis(10 * attempt));
+                }
+                Err(e) => {
+                    return Err(Error::Tpcc {
+                        context: "loading",
+                        detail: format!("{table}: {e}"),
+                    })
+                }
+            }
+        }
         self.sh.rows.fetch_add(n, Ordering::Relaxed);
         if table == "order_line" {
             self.sh.order_lines.fetch_add(n, Ordering::Relaxed);
