@@ -145,14 +145,18 @@ pub fn interval_sum(lines: &[Value], field: &str) -> u64 {
         .sum()
 }
 
+/// Runs a command, asserts it succeeded, returns (stdout, stderr).
+pub fn run_ok(cmd: &mut Command) -> (String, String) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{cmd:?} failed: {err}\n{text}");
+    (text, err)
+}
+
 /// Runs a command and panics with its stderr on failure.
 pub fn run(cmd: &mut Command) {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(cmd);
 }
 
 pub fn has_tool(name: &str) -> bool {

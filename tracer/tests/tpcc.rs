@@ -25,28 +25,22 @@ fn traced_tpcc_run_prints_tpcc_mysql_lines_and_trace_lines() {
         .prefix("cs-tpcc-")
         .tempdir_in("/var/tmp")
         .unwrap();
-    let out = commitscope()
-        .args([
-            "--workload",
-            "tpcc",
-            "-w",
-            "1",
-            "--threads",
-            "4",
-            "--warmup",
-            "1",
-            "--duration",
-            "4",
-            "--report-interval",
-            "1",
-            "--workdir",
-            wd.path().to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(out.status.success(), "{err}\n{text}");
+    let (text, err) = run_ok(commitscope().args([
+        "--workload",
+        "tpcc",
+        "-w",
+        "1",
+        "--threads",
+        "4",
+        "--warmup",
+        "1",
+        "--duration",
+        "4",
+        "--report-interval",
+        "1",
+        "--workdir",
+        wd.path().to_str().unwrap(),
+    ]));
     assert!(err.contains("tpcc: loaded"), "{err}");
     let lines: Vec<&str> = text.lines().collect();
     let intervals: Vec<usize> = lines
@@ -153,30 +147,17 @@ fn interrupted_load_is_marked_incomplete_and_reloaded() {
     assert_eq!(err.lines().count(), 1, "{err}");
 
     // The next run reloads it, says why, and runs.
-    let out = commitscope()
-        .args(["workload", "--threads", "2", "--duration", "2"])
-        .args(db)
-        .args(&conn)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(out.status.success(), "{err}");
+    let (text, err) = run_ok(
+        commitscope()
+            .args(["workload", "--threads", "2", "--duration", "2"])
+            .args(db)
+            .args(&conn),
+    );
     assert!(err.contains("an earlier load did not finish"), "{err}");
     assert_eq!(
         one(&srv, "SELECT complete FROM tpcc_int._commitscope_tpcc"),
         "1"
     );
     assert!(tpmc(&text) > 0.0);
-    let out = commitscope()
-        .arg("check")
-        .args(db)
-        .args(&conn)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(commitscope().arg("check").args(db).args(&conn));
 }

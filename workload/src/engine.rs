@@ -28,7 +28,7 @@ use crate::{
     conn::{self, Endpoint},
     error::{Error, Result},
     scenario::{self, Scenario},
-    stats::{mean_stddev, new_hist, IntervalSample, Latency, Summary},
+    stats::{new_hist, IntervalSample, Latency, Summary, Window},
 };
 
 /// MySQL/MariaDB errors that mean "try the transaction again".
@@ -582,15 +582,7 @@ impl Engine {
             let _ = w.join();
         }
         let last = self.sample()?;
-        let measured: Vec<&IntervalSample> = self.samples.iter().filter(|s| !s.warmup).collect();
-        // The spread of full intervals: the partial one cut by stop() is
-        // in the totals but not in the standard deviation.
-        let full = measured.len().saturating_sub(1);
-        let tps: Vec<f64> = measured[..full].iter().map(|s| s.tps).collect();
-        let (_, stddev) = mean_stddev(&tps);
-        let measured_s: f64 = measured.iter().map(|s| s.interval_s).sum();
-        let txns: u64 = measured.iter().map(|s| s.txns).sum();
-        let total_txns: u64 = self.samples.iter().map(|s| s.txns).sum();
+        let w = Window::of(&self.samples);
         // From the end of connecting (the engine's clock) to the last commit.
         let offset = (self.start - self.shared.start).as_secs_f64();
         let rows_elapsed_s = self.cfg.total_rows.map(|_| {
@@ -600,23 +592,19 @@ impl Engine {
             scenario: self.cfg.scenario.to_string(),
             threads: self.cfg.threads,
             io_model: self.io,
-            measured_s,
+            measured_s: w.measured_s,
             warmup_s: self.cfg.warmup.as_secs_f64(),
-            total_txns,
-            txns,
-            commits: txns,
-            mean_tps: if measured_s > 0.0 {
-                txns as f64 / measured_s
-            } else {
-                0.0
-            },
-            tps_stddev: stddev,
-            intervals: measured.len() as u64,
+            total_txns: w.total_txns,
+            txns: w.txns,
+            commits: w.txns,
+            mean_tps: w.mean_tps,
+            tps_stddev: w.tps_stddev,
+            intervals: w.intervals,
             latency: Latency::of(&self.measured),
-            errors: self.samples.iter().map(|s| s.errors).sum(),
-            retries: self.samples.iter().map(|s| s.retries).sum(),
+            errors: w.errors,
+            retries: w.retries,
             errors_by_code: self.shared.errors_by_code.lock().map_err(lock_err)?.clone(),
-            rows_done: self.cfg.total_rows.map(|_| total_txns),
+            rows_done: self.cfg.total_rows.map(|_| w.total_txns),
             rows_elapsed_s,
             tpcc: None,
         };

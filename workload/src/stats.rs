@@ -90,6 +90,47 @@ pub struct Summary {
     pub tpcc: Option<crate::tpcc::report::TpccSummary>,
 }
 
+/// The measured (post-warmup) part of a run's samples.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Window {
+    pub measured_s: f64,
+    pub txns: u64,
+    pub mean_tps: f64,
+    /// Of the full intervals' tps: the partial last one, cut by the stop,
+    /// is in the totals but not in the spread.
+    pub tps_stddev: f64,
+    pub intervals: u64,
+    /// Every sample's transactions, warmup included.
+    pub total_txns: u64,
+    pub errors: u64,
+    pub retries: u64,
+}
+
+impl Window {
+    pub fn of(samples: &[IntervalSample]) -> Window {
+        let measured: Vec<&IntervalSample> = samples.iter().filter(|s| !s.warmup).collect();
+        let full = measured.len().saturating_sub(1);
+        let tps: Vec<f64> = measured[..full].iter().map(|s| s.tps).collect();
+        let (_, tps_stddev) = mean_stddev(&tps);
+        let measured_s: f64 = measured.iter().map(|s| s.interval_s).sum();
+        let txns: u64 = measured.iter().map(|s| s.txns).sum();
+        Window {
+            measured_s,
+            txns,
+            mean_tps: if measured_s > 0.0 {
+                txns as f64 / measured_s
+            } else {
+                0.0
+            },
+            tps_stddev,
+            intervals: measured.len() as u64,
+            total_txns: samples.iter().map(|s| s.txns).sum(),
+            errors: samples.iter().map(|s| s.errors).sum(),
+            retries: samples.iter().map(|s| s.retries).sum(),
+        }
+    }
+}
+
 /// Mean and population standard deviation.
 pub fn mean_stddev(xs: &[f64]) -> (f64, f64) {
     if xs.is_empty() {

@@ -22,6 +22,15 @@ fn args(s: &Server, extra: &[&str]) -> WorkloadArgs {
     T::parse_from(v).a
 }
 
+/// A throwaway server, or None (skipped, said in one line) without one.
+fn server() -> Option<Server> {
+    let Some(bin) = testkit::system_mariadbd() else {
+        testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
+        return None;
+    };
+    Some(Server::start(&bin, None, &[]).unwrap_or_else(|e| panic!("start server: {e}")))
+}
+
 fn one(s: &Server, sql: &str) -> f64 {
     let out = s.query(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
     out.trim()
@@ -31,11 +40,7 @@ fn one(s: &Server, sql: &str) -> f64 {
 
 #[test]
 fn load_run_check() {
-    let Some(bin) = testkit::system_mariadbd() else {
-        testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
-        return;
-    };
-    let srv = Server::start(&bin, None, &[]).unwrap_or_else(|e| panic!("start server: {e}"));
+    let Some(srv) = server() else { return };
 
     // Load W=1.
     let mut out = Vec::new();
@@ -186,11 +191,7 @@ fn load_run_check() {
 /// Delivery as one transaction and keeps the data consistent.
 #[test]
 fn foreign_keys_and_single_commit_delivery() {
-    let Some(bin) = testkit::system_mariadbd() else {
-        testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
-        return;
-    };
-    let srv = Server::start(&bin, None, &[]).unwrap_or_else(|e| panic!("start server: {e}"));
+    let Some(srv) = server() else { return };
     let mut out = Vec::new();
     let summary = run::run_to(
         &args(

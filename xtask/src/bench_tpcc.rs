@@ -16,17 +16,6 @@ use crate::util::{output, status};
 
 const DB: &str = "cs_tpcc";
 const PEER_DB: &str = "peer_tpcc";
-const TABLES: [&str; 9] = [
-    "warehouse",
-    "district",
-    "customer",
-    "history",
-    "new_orders",
-    "orders",
-    "order_line",
-    "item",
-    "stock",
-];
 
 fn json_lines(text: &str) -> Vec<Value> {
     text.lines()
@@ -114,7 +103,7 @@ pub fn tpcc(
                     .arg("--no-defaults")
                     .arg(format!("--socket={}", server.socket.display()))
                     .args(["-uroot", DB])
-                    .args(TABLES)
+                    .args(workload::tpcc::schema::TABLES)
                     .stdout(f),
             )?;
         }

@@ -25,7 +25,7 @@ use crate::{
     conn::{self, Endpoint},
     engine::IoModel,
     error::{Error, Result},
-    stats::{mean_stddev, new_hist, IntervalSample, Latency, Summary},
+    stats::{new_hist, IntervalSample, Latency, Summary, Window},
 };
 
 const DEADLOCK: u16 = 1213;
@@ -261,19 +261,14 @@ impl Driver {
             let _ = w.join();
         }
         let last = self.sample()?;
-        let measured: Vec<&IntervalSample> = self.samples.iter().filter(|s| !s.warmup).collect();
-        let full = measured.len().saturating_sub(1);
-        let tps: Vec<f64> = measured[..full].iter().map(|s| s.tps).collect();
-        let (_, stddev) = mean_stddev(&tps);
-        let measured_s: f64 = measured.iter().map(|s| s.interval_s).sum();
-        let txns: u64 = measured.iter().map(|s| s.txns).sum();
+        let w = Window::of(&self.samples);
         let (d_next_before, cpu_before) = self.base.unwrap_or((0, process_cpu_s()));
         let d_next_after = d_next_sum(&mut self.control)?;
         let cpu_s = process_cpu_s() - cpu_before;
         let tpcc = TpccSummary::new(
             &self.measured_counts,
             &self.measured_hists,
-            measured_s,
+            w.measured_s,
             self.cfg.settings.warehouses,
             d_next_after.saturating_sub(d_next_before),
             cpu_s,
@@ -288,21 +283,17 @@ impl Driver {
             scenario: "tpcc".into(),
             threads: self.cfg.threads,
             io_model: IoModel::Threads,
-            measured_s,
+            measured_s: w.measured_s,
             warmup_s: self.cfg.warmup.as_secs_f64(),
-            total_txns: self.samples.iter().map(|s| s.txns).sum(),
-            txns,
+            total_txns: w.total_txns,
+            txns: w.txns,
             commits: self.measured_commits,
-            mean_tps: if measured_s > 0.0 {
-                txns as f64 / measured_s
-            } else {
-                0.0
-            },
-            tps_stddev: stddev,
-            intervals: measured.len() as u64,
+            mean_tps: w.mean_tps,
+            tps_stddev: w.tps_stddev,
+            intervals: w.intervals,
             latency: Latency::of(&self.measured_all),
-            errors: self.samples.iter().map(|s| s.errors).sum(),
-            retries: self.samples.iter().map(|s| s.retries).sum(),
+            errors: w.errors,
+            retries: w.retries,
             errors_by_code,
             rows_done: None,
             rows_elapsed_s: None,
