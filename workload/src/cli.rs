@@ -23,6 +23,7 @@ pub struct WorkloadArgs {
     /// Seconds per report line (tpcc-mysql's -i).
     #[arg(
         long,
+        short = 'i',
         alias = "report-interval",
         default_value_t = 1.0,
         value_name = "SECONDS"
