@@ -257,8 +257,15 @@ impl Driver {
 
     pub fn stop(mut self) -> Result<(IntervalSample, Summary)> {
         self.shared.stop.store(true, Ordering::Relaxed);
-        for w in std::mem::take(&mut self.workers) {
-            let _ = w.join();
+        let crashed = std::mem::take(&mut self.workers)
+            .into_iter()
+            .map(std::thread::JoinHandle::join)
+            .filter(std::result::Result::is_err)
+            .count();
+        if crashed > 0 {
+            return Err(Error::Runtime(format!(
+                "{crashed} TPC-C client thread(s) crashed (a bug: the message is above)"
+            )));
         }
         let last = self.sample()?;
         let w = Window::of(&self.samples);

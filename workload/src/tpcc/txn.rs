@@ -284,20 +284,23 @@ fn payment(
         "UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ?",
         (&amt, w),
     )?;
-    let w_name: Option<String> = tx.exec_first(
-        "SELECT w_name FROM (SELECT w_street_1, w_street_2, w_city, w_state, w_zip, w_name \
-         FROM warehouse WHERE w_id = ?) AS wh",
+    // The spec's full rows are read, as a terminal would show them; only
+    // the names are used (H_DATA).
+    let w_row: Option<Row> = tx.exec_first(
+        "SELECT w_street_1, w_street_2, w_city, w_state, w_zip, w_name FROM warehouse WHERE w_id = ?",
         (w,),
     )?;
+    let w_name: Option<String> = w_row.and_then(|r| r.get(5));
     tx.exec_drop(
         "UPDATE district SET d_ytd = d_ytd + ? WHERE d_w_id = ? AND d_id = ?",
         (&amt, w, d),
     )?;
-    let d_name: Option<String> = tx.exec_first(
-        "SELECT d_name FROM (SELECT d_street_1, d_street_2, d_city, d_state, d_zip, d_name \
-         FROM district WHERE d_w_id = ? AND d_id = ?) AS di",
+    let d_row: Option<Row> = tx.exec_first(
+        "SELECT d_street_1, d_street_2, d_city, d_state, d_zip, d_name FROM district \
+         WHERE d_w_id = ? AND d_id = ?",
         (w, d),
     )?;
+    let d_name: Option<String> = d_row.and_then(|r| r.get(5));
     let cid = match customer {
         Customer::Id(id) => Some(*id),
         Customer::LastName(last) => by_last_name(&mut tx, c_w, c_d, last)?,
@@ -306,12 +309,13 @@ fn payment(
         tx.rollback()?;
         return Ok(Outcome::default());
     };
-    let credit: Option<String> = tx.exec_first(
-        "SELECT c_credit FROM (SELECT c_first, c_middle, c_last, c_street_1, c_street_2, c_city, \
-         c_state, c_zip, c_phone, c_credit, c_credit_lim, c_discount, c_balance, c_since \
-         FROM customer WHERE c_w_id = ? AND c_d_id = ? AND c_id = ? FOR UPDATE) AS cu",
+    let c_row: Option<Row> = tx.exec_first(
+        "SELECT c_first, c_middle, c_last, c_street_1, c_street_2, c_city, c_state, c_zip, \
+         c_phone, c_credit, c_credit_lim, c_discount, c_balance, c_since FROM customer \
+         WHERE c_w_id = ? AND c_d_id = ? AND c_id = ? FOR UPDATE",
         (c_w, c_d, cid),
     )?;
+    let credit: Option<String> = c_row.and_then(|r| r.get(9));
     if credit.as_deref() == Some("BC") {
         // Clause 2.5.2.2: the payment's ids and amount in front of C_DATA,
         // kept to 500 characters.
@@ -358,11 +362,14 @@ fn order_status(c: &mut Conn, w: u32, d: u32, customer: &Customer) -> mysql::Res
              WHERE c_w_id = ? AND c_d_id = ? AND c_id = ?",
             (w, d, cid),
         )?;
-        let last: Option<u32> = tx.exec_first(
-            "SELECT o_id FROM (SELECT o_id, o_entry_d, o_carrier_id FROM orders \
-             WHERE o_w_id = ? AND o_d_id = ? AND o_c_id = ? ORDER BY o_id DESC LIMIT 1) AS o",
+        // A Row, not a tuple: o_entry_d arrives as a date value, which
+        // the tuple conversion would refuse (with a panic).
+        let last: Option<Row> = tx.exec_first(
+            "SELECT o_id, o_entry_d, o_carrier_id FROM orders \
+             WHERE o_w_id = ? AND o_d_id = ? AND o_c_id = ? ORDER BY o_id DESC LIMIT 1",
             (w, d, cid),
         )?;
+        let last: Option<u32> = last.and_then(|r| r.get(0));
         if let Some(o) = last {
             let _: Vec<Row> = tx.exec(
                 "SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d FROM order_line \
