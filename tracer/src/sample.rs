@@ -134,6 +134,12 @@ pub fn ratio(a: u64, b: u64) -> Option<f64> {
     (b > 0).then(|| a as f64 / b as f64)
 }
 
+/// The workload's writing commits per redo flush: true even when n_write
+/// comes from the server-layer fallback. For ticks and summaries alike.
+pub fn commits_per_flush(commits: u64, trace: Option<&Interval>) -> Option<f64> {
+    trace.and_then(|t| ratio(commits, t.n_flush))
+}
+
 /// Sync/write activity by class between two snapshots.
 pub fn by_class(prev: &Snapshot, cur: &Snapshot, fds: &FdTable, class: FileClass) -> ClassTotals {
     let mut t = ClassTotals::default();
@@ -301,9 +307,7 @@ pub struct Joined {
 
 impl Joined {
     pub fn new(workload: workload::stats::IntervalSample, trace: Option<Interval>) -> Self {
-        let commits_per_flush = trace
-            .as_ref()
-            .and_then(|t| ratio(workload.commits, t.n_flush));
+        let commits_per_flush = commits_per_flush(workload.commits, trace.as_ref());
         Joined {
             workload,
             trace,

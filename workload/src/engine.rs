@@ -28,7 +28,7 @@ use crate::{
     conn::{self, Endpoint},
     error::{Error, Result},
     scenario::{self, Scenario},
-    stats::{new_hist, IntervalSample, Latency, Summary, Window},
+    stats::{new_hist, Clock, IntervalSample, Latency, Summary, Window},
 };
 
 /// MySQL/MariaDB errors that mean "try the transaction again".
@@ -425,9 +425,7 @@ pub struct Engine {
     pub io: IoModel,
     shared: Arc<Shared>,
     workers: Vec<std::thread::JoinHandle<()>>,
-    start: Instant,
-    last: Instant,
-    tick: u64,
+    clock: Clock,
     samples: Vec<IntervalSample>,
     measured: Histogram<u64>,
 }
@@ -505,15 +503,14 @@ impl Engine {
                 })??;
             }
         }
-        let now = Instant::now();
+        // The clock starts once every connection is open.
+        let clock = Clock::new(cfg.warmup);
         Ok(Engine {
             cfg,
             io,
             shared,
             workers,
-            start: now,
-            last: now,
-            tick: 0,
+            clock,
             samples: Vec::new(),
             measured: new_hist(),
         })
@@ -522,7 +519,6 @@ impl Engine {
     /// Drains every worker's counters into one sample for the interval
     /// since the previous call.
     pub fn sample(&mut self) -> Result<IntervalSample> {
-        let now = Instant::now();
         let mut hist = new_hist();
         let (mut txns, mut errors, mut retries) = (0, 0, 0);
         for slot in &self.shared.slots {
@@ -534,30 +530,20 @@ impl Engine {
             errors += std::mem::take(&mut s.errors);
             retries += std::mem::take(&mut s.retries);
         }
-        let interval_s = (now - self.last).as_secs_f64();
-        let elapsed = now - self.start;
-        self.last = now;
-        self.tick += 1;
-        // An interval that began inside the warmup is warmup.
-        let began = elapsed.saturating_sub(Duration::from_secs_f64(interval_s));
-        let warmup = began + Duration::from_millis(1) < self.cfg.warmup;
-        if !warmup {
+        let t = self.clock.end_interval();
+        if !t.warmup {
             self.measured
                 .add(&hist)
                 .map_err(|e| Error::Runtime(format!("histogram: {e}")))?;
         }
         let s = IntervalSample {
-            tick: self.tick,
-            elapsed_s: elapsed.as_secs_f64(),
-            interval_s,
-            warmup,
+            tick: t.tick,
+            elapsed_s: t.elapsed.as_secs_f64(),
+            interval_s: t.interval_s,
+            warmup: t.warmup,
             txns,
             commits: txns,
-            tps: if interval_s > 0.0 {
-                txns as f64 / interval_s
-            } else {
-                0.0
-            },
+            tps: t.rate(txns),
             latency: Latency::of(&hist),
             errors,
             retries,
@@ -584,7 +570,7 @@ impl Engine {
         let last = self.sample()?;
         let w = Window::of(&self.samples);
         // From the end of connecting (the engine's clock) to the last commit.
-        let offset = (self.start - self.shared.start).as_secs_f64();
+        let offset = (self.clock.start - self.shared.start).as_secs_f64();
         let rows_elapsed_s = self.cfg.total_rows.map(|_| {
             (self.shared.last_commit_us.load(Ordering::Relaxed) as f64 / 1e6 - offset).max(0.0)
         });

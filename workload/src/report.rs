@@ -104,11 +104,7 @@ impl<W: Write> Printer<W> {
                 ms(s.latency.p99_us),
                 ms(s.latency.max_us)
             );
-            let codes: Vec<String> = s
-                .errors_by_code
-                .iter()
-                .map(|(k, v)| format!("{k}: {v}"))
-                .collect();
+            let codes = s.error_codes();
             let _ = writeln!(
                 o,
                 "errors         {}{}  retries {}",
@@ -116,7 +112,7 @@ impl<W: Write> Printer<W> {
                 if codes.is_empty() {
                     String::new()
                 } else {
-                    format!(" ({})", codes.join(", "))
+                    format!(" ({codes})")
                 },
                 s.retries
             );

@@ -90,6 +90,71 @@ pub struct Summary {
     pub tpcc: Option<crate::tpcc::report::TpccSummary>,
 }
 
+/// The clock both drivers sample on: tick numbers, interval lengths, and
+/// the one rule for which intervals are warmup.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    pub start: std::time::Instant,
+    last: std::time::Instant,
+    tick: u64,
+    warmup: std::time::Duration,
+}
+
+/// One interval as [`Clock::end_interval`] saw it.
+#[derive(Clone, Copy, Debug)]
+pub struct Tick {
+    pub tick: u64,
+    pub elapsed: std::time::Duration,
+    pub interval_s: f64,
+    /// An interval that began inside the warmup is warmup.
+    pub warmup: bool,
+}
+
+impl Tick {
+    /// `n` per second over this interval.
+    pub fn rate(&self, n: u64) -> f64 {
+        if self.interval_s > 0.0 {
+            n as f64 / self.interval_s
+        } else {
+            0.0
+        }
+    }
+
+    /// True once the warmup is over at the end of this interval: the
+    /// measured window starts here.
+    pub fn warmup_over(&self, warmup: std::time::Duration) -> bool {
+        self.elapsed + std::time::Duration::from_millis(1) >= warmup
+    }
+}
+
+impl Clock {
+    pub fn new(warmup: std::time::Duration) -> Clock {
+        let now = std::time::Instant::now();
+        Clock {
+            start: now,
+            last: now,
+            tick: 0,
+            warmup,
+        }
+    }
+
+    /// Ends the current interval now.
+    pub fn end_interval(&mut self) -> Tick {
+        let now = std::time::Instant::now();
+        let interval_s = (now - self.last).as_secs_f64();
+        let elapsed = now - self.start;
+        self.last = now;
+        self.tick += 1;
+        let began = elapsed.saturating_sub(std::time::Duration::from_secs_f64(interval_s));
+        Tick {
+            tick: self.tick,
+            elapsed,
+            interval_s,
+            warmup: began + std::time::Duration::from_millis(1) < self.warmup,
+        }
+    }
+}
+
 /// The measured (post-warmup) part of a run's samples.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Window {
@@ -128,6 +193,17 @@ impl Window {
             errors: samples.iter().map(|s| s.errors).sum(),
             retries: samples.iter().map(|s| s.retries).sum(),
         }
+    }
+}
+
+impl Summary {
+    /// "1213: 3, io: 1": the errors by code, for a summary line.
+    pub fn error_codes(&self) -> String {
+        self.errors_by_code
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 

@@ -38,6 +38,18 @@ fn one(s: &Server, sql: &str) -> f64 {
         .unwrap_or_else(|_| panic!("{sql} gave {out:?}"))
 }
 
+/// Every order delivered since the load (2,100 per district were loaded
+/// delivered) bumped its customer's c_delivery_cnt exactly once.
+fn assert_delivered_once(srv: &Server) {
+    assert_eq!(
+        one(srv, "SELECT SUM(c_delivery_cnt) FROM tpcc_test.customer"),
+        one(
+            srv,
+            "SELECT COUNT(*) - 21000 FROM tpcc_test.orders WHERE o_carrier_id IS NOT NULL"
+        ),
+    );
+}
+
 #[test]
 fn load_run_check() {
     let Some(srv) = server() else { return };
@@ -168,15 +180,8 @@ fn load_run_check() {
         "d_next_o_id advances once per committed New-Order"
     );
     assert!(no.rolled_back <= no.done() / 20 + 5, "{no:?}");
-    // Every delivered order bumped its customer's c_delivery_cnt once: no
-    // order was delivered twice by concurrent Deliveries.
-    assert_eq!(
-        one(&srv, "SELECT SUM(c_delivery_cnt) FROM tpcc_test.customer"),
-        one(
-            &srv,
-            "SELECT COUNT(*) - 21000 FROM tpcc_test.orders WHERE o_carrier_id IS NOT NULL"
-        ),
-    );
+    // No order was delivered twice by concurrent Deliveries.
+    assert_delivered_once(&srv);
     assert!(t.totals[Kind::Delivery.index()].done() > 0);
     let mut out = Vec::new();
     tpcc::cmd::check(&args(&srv, &[]), &mut out).unwrap_or_else(|e| {
@@ -217,13 +222,7 @@ fn foreign_keys_and_single_commit_delivery() {
     let t = summary.tpcc.expect("a TPC-C summary");
     assert!(t.totals[tpcc::Kind::Delivery.index()].done() > 0);
     assert_eq!(t.failures(), 0);
-    assert_eq!(
-        one(&srv, "SELECT SUM(c_delivery_cnt) FROM tpcc_test.customer"),
-        one(
-            &srv,
-            "SELECT COUNT(*) - 21000 FROM tpcc_test.orders WHERE o_carrier_id IS NOT NULL"
-        ),
-    );
+    assert_delivered_once(&srv);
     let mut out = Vec::new();
     tpcc::cmd::check(&args(&srv, &[]), &mut out).expect("conditions hold");
 }

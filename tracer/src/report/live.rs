@@ -199,17 +199,12 @@ impl<W: Write> RunSink for Live<W> {
             ms(w.latency.max_us)
         );
         if w.errors > 0 || w.retries > 0 {
-            let codes: Vec<String> = w
-                .errors_by_code
-                .iter()
-                .map(|(k, v)| format!("{k}: {v}"))
-                .collect();
             let _ = writeln!(
                 o,
                 "{:<14} {:>12}  ({})  retries {}",
                 "errors",
                 w.errors,
-                codes.join(", "),
+                w.error_codes(),
                 w.retries
             );
         }

@@ -10,7 +10,7 @@ use std::{path::Path, time::SystemTime};
 
 use crate::{
     error::{Error, Result},
-    sample::{ratio, Interval, Joined},
+    sample::{commits_per_flush, Interval, Joined},
     server::status::Check,
 };
 
@@ -103,9 +103,7 @@ impl RunSummary {
         trace: Option<Interval>,
         checks: Vec<Check>,
     ) -> Self {
-        let commits_per_flush = trace
-            .as_ref()
-            .and_then(|t| ratio(workload.commits, t.n_flush));
+        let commits_per_flush = commits_per_flush(workload.commits, trace.as_ref());
         RunSummary {
             end,
             workload,

@@ -25,7 +25,7 @@ use crate::{
     conn::{self, Endpoint},
     engine::IoModel,
     error::{Error, Result},
-    stats::{new_hist, IntervalSample, Latency, Summary, Window},
+    stats::{new_hist, Clock, IntervalSample, Latency, Summary, Window},
 };
 
 const DEADLOCK: u16 = 1213;
@@ -99,9 +99,7 @@ pub struct Driver {
     shared: Arc<Shared>,
     workers: Vec<std::thread::JoinHandle<()>>,
     control: Conn,
-    start: Instant,
-    last: Instant,
-    tick: u64,
+    clock: Clock,
     samples: Vec<IntervalSample>,
     measured_counts: [KindTotals; 5],
     measured_hists: [Histogram<u64>; 5],
@@ -167,15 +165,12 @@ impl Driver {
                     .map_err(|e| Error::Runtime(format!("cannot start a client thread: {e}")))?,
             );
         }
-        let now = Instant::now();
         Ok(Driver {
+            clock: Clock::new(cfg.warmup),
             cfg,
             shared,
             workers,
             control,
-            start: now,
-            last: now,
-            tick: 0,
             samples: Vec::new(),
             measured_counts: Default::default(),
             measured_hists: std::array::from_fn(|_| new_hist()),
@@ -187,7 +182,6 @@ impl Driver {
 
     /// Drains every client's counters into one interval.
     pub fn sample(&mut self) -> Result<IntervalSample> {
-        let now = Instant::now();
         let mut counts: [KindTotals; 5] = Default::default();
         let mut hists: [Histogram<u64>; 5] = std::array::from_fn(|_| new_hist());
         let mut commits = 0;
@@ -203,17 +197,12 @@ impl Driver {
             s.counts = Default::default();
             commits += std::mem::take(&mut s.commits);
         }
-        let interval_s = (now - self.last).as_secs_f64();
-        let elapsed = now - self.start;
-        self.last = now;
-        self.tick += 1;
-        let began = elapsed.saturating_sub(Duration::from_secs_f64(interval_s));
-        let warmup = began + Duration::from_millis(1) < self.cfg.warmup;
+        let t = self.clock.end_interval();
         let mut all = new_hist();
         for h in &hists {
             let _ = all.add(h);
         }
-        if !warmup {
+        if !t.warmup {
             for k in 0..5 {
                 self.measured_counts[k].add(&counts[k]);
                 let _ = self.measured_hists[k].add(&hists[k]);
@@ -221,23 +210,19 @@ impl Driver {
             let _ = self.measured_all.add(&all);
             self.measured_commits += commits;
         }
-        if self.base.is_none() && elapsed + Duration::from_millis(1) >= self.cfg.warmup {
+        if self.base.is_none() && t.warmup_over(self.cfg.warmup) {
             // The measured window starts now.
             self.base = Some((d_next_sum(&mut self.control)?, process_cpu_s()));
         }
         let txns: u64 = counts.iter().map(|c| c.sc + c.lt).sum();
         let s = IntervalSample {
-            tick: self.tick,
-            elapsed_s: elapsed.as_secs_f64(),
-            interval_s,
-            warmup,
+            tick: t.tick,
+            elapsed_s: t.elapsed.as_secs_f64(),
+            interval_s: t.interval_s,
+            warmup: t.warmup,
             txns,
             commits,
-            tps: if interval_s > 0.0 {
-                txns as f64 / interval_s
-            } else {
-                0.0
-            },
+            tps: t.rate(txns),
             latency: Latency::of(&all),
             errors: counts.iter().map(|c| c.fl).sum(),
             retries: counts.iter().map(|c| c.rt).sum(),
