@@ -38,6 +38,12 @@ pub enum Command {
     /// Check TPC-C consistency conditions 1-4 on the loaded data.
     #[command(disable_help_flag = true)]
     Check(workload::cli::WorkloadArgs),
+    /// Run the main command over threads x settings (x warehouses): one
+    /// table, CSV/JSON summaries and SVG charts.
+    #[command(disable_help_flag = true)]
+    Sweep(SweepArgs),
+    /// Rebuild a sweep's table, summaries and charts from DIR/cells.jsonl.
+    Report(ReportArgs),
 }
 
 /// The main command: workload + probes on one server, one joined line per tick.
@@ -78,6 +84,18 @@ pub struct ServerArgs {
 
 fn parse_server_option(s: &str) -> Result<ServerOption, String> {
     s.parse()
+}
+
+/// The server a multi-run command works on and how it is probed: what
+/// `study` and `sweep` share.
+#[derive(Clone, Debug, Args)]
+pub struct StageArgs {
+    #[command(flatten)]
+    pub conn: workload::conn::ConnArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(flatten)]
+    pub probes: ProbeArgs,
 }
 
 /// How the probes find and read the server.
@@ -125,11 +143,68 @@ pub struct StudyArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub conn: workload::conn::ConnArgs,
+    pub stage: StageArgs,
+}
+
+/// `commitscope sweep`: the product of the lists, one measured run each.
+#[derive(Debug, Args)]
+#[command(mut_arg("server_options", |a| a.help(
+    "Server option values to sweep, KEY=V1,V2,... (repeatable: the lists form a product), e.g. innodb_flush_log_at_trx_commit=1,0,2"
+).value_name("KEY=V1,V2")))]
+pub struct SweepArgs {
+    /// Print help (`-h` is --host, as in the mysql client).
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+    /// Which workload each cell runs.
+    #[arg(long, value_enum, default_value_t = workload::scenario::Scenario::Update)]
+    pub workload: workload::scenario::Scenario,
+    /// Client counts to sweep, comma-separated.
+    #[arg(
+        long,
+        short = 't',
+        value_delimiter = ',',
+        default_value = "1,8,16,32,64,128,256",
+        value_name = "N,..."
+    )]
+    pub threads: Vec<u32>,
+    /// tpcc: warehouse counts to sweep, comma-separated (each loaded once; default 1).
+    #[arg(long, short = 'w', value_delimiter = ',', value_name = "W,...")]
+    pub warehouses: Vec<u32>,
+    /// Seconds measured per cell, after its warmup.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    pub duration: f64,
+    /// Seconds at the start of each cell excluded from its figures.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub warmup: f64,
+    /// Seconds per interval row in DIR/ticks/*.csv.
+    #[arg(long, short = 'i', default_value_t = 1.0, value_name = "SECONDS")]
+    pub interval: f64,
+    /// update: each worker cycles over its own R rows.
+    #[arg(long, default_value_t = 1, value_name = "R")]
+    pub rows_per_thread: u32,
+    /// The tool's own database (created and marked by commitscope).
+    #[arg(long, default_value = "commitscope")]
+    pub database: String,
     #[command(flatten)]
-    pub server: ServerArgs,
+    pub tpcc: workload::cli::TpccFlags,
+    /// Results directory: cells.jsonl, sweep.json, summary.csv/json, charts.
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Continue the sweep in --out: cells already in cells.jsonl are skipped.
+    #[arg(long)]
+    pub resume: bool,
+    /// Start the server, validate every option value, print the plan, and stop.
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
-    pub probes: ProbeArgs,
+    pub stage: StageArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A sweep's results directory (its --out).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -184,5 +259,29 @@ mod tests {
         assert_eq!(c.run.server.server_options[0].to_string(), "sync_binlog=1");
         let e = Cli::try_parse_from(["commitscope", "--server-option", "sync_binlog"]).unwrap_err();
         assert!(e.to_string().contains("KEY=VALUE"), "{e}");
+    }
+
+    #[test]
+    fn sweep_takes_lists() {
+        let c = Cli::try_parse_from([
+            "commitscope",
+            "sweep",
+            "--threads",
+            "1,8,64",
+            "--server-option",
+            "innodb_flush_log_at_trx_commit=1,0,2",
+            "--workload",
+            "tpcc",
+            "-w",
+            "1,2",
+        ])
+        .unwrap();
+        let Some(Command::Sweep(s)) = c.command else {
+            panic!("not a sweep")
+        };
+        assert_eq!(s.threads, [1, 8, 64]);
+        assert_eq!(s.warehouses, [1, 2]);
+        assert_eq!(s.stage.server.server_options[0].value, "1,0,2");
+        assert_eq!(s.duration, 60.0);
     }
 }

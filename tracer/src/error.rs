@@ -107,6 +107,11 @@ pub enum Error {
     #[error("interrupted during {phase}: probes detached, server stopped, temp files removed")]
     Interrupted { phase: &'static str },
 
+    /// A sweep cell the server refuses (found by the dry validation pass,
+    /// or at a restart).
+    #[error("cell {cell}: {detail}")]
+    SweepCell { cell: String, detail: String },
+
     #[error("{0}")]
     Runtime(String),
 

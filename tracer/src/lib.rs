@@ -9,4 +9,5 @@ pub mod sample;
 pub mod server;
 pub mod session;
 pub mod study;
+pub mod sweep;
 pub mod trace;

@@ -24,6 +24,10 @@ fn main() -> ExitCode {
         Some(Command::Check(args)) => {
             workload::tpcc::cmd::check(&args, &mut std::io::stdout()).map_err(Error::from)
         }
+        Some(Command::Sweep(args)) => commitscope::sweep::run(args),
+        Some(Command::Report(args)) => {
+            commitscope::report::sweep::rebuild(&args.dir, &mut std::io::stdout()).map(|_| ())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

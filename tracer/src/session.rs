@@ -25,6 +25,7 @@ use crate::{
     server::{
         existing, locate,
         managed::{Managed, ManagedConfig},
+        options::ServerOption,
         process, status,
     },
     trace,
@@ -128,6 +129,8 @@ pub struct Stage {
     pub endpoint: Endpoint,
     pub pid: Option<u32>,
     pub header: RunHeader,
+    /// Set when tracing: how to attach again after a restart.
+    attach: Option<Attach>,
 }
 
 fn is_root() -> bool {
@@ -251,40 +254,17 @@ pub async fn setup(
             Some(pid)
         }
     };
-    let mut legend = None;
-    let probes = match pid {
+    let attach = Attach {
+        probe_args: probe_args.clone(),
+        declared: planned.as_ref().and_then(|p| p.server).or(declared),
+        plan: planned,
+    };
+    let (probes, legend) = match pid {
         Some(pid) if trace_on => {
-            let target = Target {
-                pid,
-                exe: match &planned {
-                    Some(p) => p.exe.clone(),
-                    None => process::exe_of(pid)?,
-                },
-                debug_root: probe_args.debug_dir.clone(),
-                server: planned.as_ref().and_then(|p| p.server).or(declared),
-                fsync_probe: probe_args.fsync_probe,
-                // The workload times every commit from the client side.
-                write_timing: false,
-            };
-            let probes = ph
-                .run(stop, "attach probes", async {
-                    let plan = match planned.take() {
-                        Some(p) => p,
-                        None => Plan::new(&target)?,
-                    };
-                    Probes::attach(&target, plan)
-                })
-                .await?;
-            if probe_args.verbose {
-                trace::verbose_report(&probes);
-            }
-            if let Some(line) = probes.plan.fallback_line() {
-                eprintln!("commitscope: {line}");
-            }
-            legend = Some(trace::legend(&probes, &target));
-            Some(probes)
+            let (p, l) = attach.attach(pid, true, stop, ph).await?;
+            (Some(p), Some(l))
         }
-        _ => None,
+        _ => (None, None),
     };
     let header = RunHeader {
         server: format!(
@@ -311,7 +291,59 @@ pub async fn setup(
         endpoint,
         pid,
         header,
+        attach: trace_on.then_some(attach),
     })
+}
+
+/// What attaching the probes to a server pid needs; kept by the stage so
+/// that a restarted managed server (new pid) is traced the same way.
+#[derive(Clone)]
+struct Attach {
+    probe_args: ProbeArgs,
+    declared: Option<crate::probes::profiles::ServerId>,
+    /// The managed binary's plan, made once before it started.
+    plan: Option<Plan>,
+}
+
+impl Attach {
+    /// `first`: say the fallback line (once per session, not per restart).
+    async fn attach(
+        &self,
+        pid: u32,
+        first: bool,
+        stop: &Stop,
+        ph: &Phases,
+    ) -> Result<(Probes, crate::report::Legend)> {
+        let target = Target {
+            pid,
+            exe: match &self.plan {
+                Some(p) => p.exe.clone(),
+                None => process::exe_of(pid)?,
+            },
+            debug_root: self.probe_args.debug_dir.clone(),
+            server: self.declared,
+            fsync_probe: self.probe_args.fsync_probe,
+            // The workload times every commit from the client side.
+            write_timing: false,
+        };
+        let probes = ph
+            .run(stop, "attach probes", async {
+                let plan = match &self.plan {
+                    Some(p) => p.clone(),
+                    None => Plan::new(&target)?,
+                };
+                Probes::attach(&target, plan)
+            })
+            .await?;
+        if self.probe_args.verbose {
+            trace::verbose_report(&probes);
+        }
+        if let Some(line) = probes.plan.fallback_line().filter(|_| first) {
+            eprintln!("commitscope: {line}");
+        }
+        let legend = trace::legend(&probes, &target);
+        Ok((probes, legend))
+    }
 }
 
 /// One measured run on a stage.
@@ -338,10 +370,6 @@ impl Stage {
             Ok(workload::run::prepare(&m.cfg, m.reset).await?)
         })
         .await?;
-        let control = self
-            .control
-            .as_mut()
-            .ok_or_else(|| Error::Runtime("the control connection is closed".into()))?;
         ph.note("run ...");
         // Both baselines before the workers start: no commit falls
         // between them and the first tick.
@@ -349,7 +377,7 @@ impl Stage {
             (Some(p), Some(pid)) => Some(ProbeSampler::new(p, pid)?),
             _ => None,
         };
-        let mut before = status::read(control).await?;
+        let mut before = status::read(self.control()?).await?;
         let mut engine = Driver::start(m.cfg.clone())?;
         let warmup = m.cfg.warmup.as_secs_f64();
         let mut base_marked = warmup <= 0.0;
@@ -385,7 +413,7 @@ impl Stage {
                         if let Some(s) = sampler.as_mut() {
                             s.mark_base();
                         }
-                        before = status::read(control).await?;
+                        before = status::read(self.control()?).await?;
                         base_marked = true;
                     }
                     if engine.finished() {
@@ -424,7 +452,7 @@ impl Stage {
         let after = if end == EndReason::TargetExited {
             before.clone()
         } else {
-            status::read(control).await?
+            status::read(self.control()?).await?
         };
         let totals = sampler.as_ref().map(ProbeSampler::totals);
         let checks = totals
@@ -449,6 +477,43 @@ impl Stage {
         let s = RunSummary::new(end, wsum, totals, checks);
         sink.summary(&self.header, &s);
         Ok(s)
+    }
+
+    /// The control connection (session variables, SET GLOBAL, status).
+    pub fn control(&mut self) -> Result<&mut mysql_async::Conn> {
+        self.control
+            .as_mut()
+            .ok_or_else(|| Error::Runtime("the control connection is closed".into()))
+    }
+
+    /// Restarts the managed server with `options` — same datadir, so the
+    /// loaded data stays — and attaches the probes to its new pid.
+    pub async fn restart(
+        &mut self,
+        options: Vec<ServerOption>,
+        stop: &Stop,
+        ph: &Phases,
+    ) -> Result<()> {
+        drop(self.probes.take());
+        if let Some(c) = self.control.take() {
+            let _ = c.disconnect().await;
+        }
+        let m = self.managed.as_mut().ok_or_else(|| {
+            Error::Usage("server options that need a restart apply to the managed server only: drop --socket/--host/--port".into())
+        })?;
+        ph.note("stop server ...");
+        m.stop();
+        m.cfg.options = options;
+        ph.run(stop, "restart server", m.start()).await?;
+        self.pid = m.pid();
+        self.header.options = m.cfg.options.iter().map(|o| o.to_string()).collect();
+        self.control = Some(ph.run(stop, "connect", connect(&self.endpoint)).await?);
+        if let (Some(a), Some(pid)) = (&self.attach, self.pid) {
+            let (p, legend) = a.attach(pid, false, stop, ph).await?;
+            self.probes = Some(p);
+            self.header.legend = Some(legend);
+        }
+        Ok(())
     }
 
     /// Orderly teardown (also what dropping does, minus the timing line).

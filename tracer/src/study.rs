@@ -107,8 +107,15 @@ pub fn run(args: StudyArgs) -> Result<()> {
     let rt = crate::session::runtime()?;
     rt.block_on(async {
         let stop = Stop::install()?;
-        let ph = Phases::new(args.probes.verbose);
-        let mut stage = setup(&args.server, &args.probes, &args.conn, &stop, &ph).await?;
+        let ph = Phases::new(args.stage.probes.verbose);
+        let mut stage = setup(
+            &args.stage.server,
+            &args.stage.probes,
+            &args.stage.conn,
+            &stop,
+            &ph,
+        )
+        .await?;
         let endpoint = stage.endpoint.clone();
         let fallback = stage
             .header

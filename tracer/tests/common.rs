@@ -170,3 +170,49 @@ pub fn has_tool(name: &str) -> bool {
 pub fn file_name(p: &Path) -> String {
     p.file_name().unwrap().to_string_lossy().into_owned()
 }
+
+/// Server processes whose command line mentions `dir`.
+pub fn servers_under(dir: &Path) -> Vec<u32> {
+    let needle = dir.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(&needle))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Nothing of a run survives: no server process, no temp dir.
+pub fn assert_clean(workdir: &Path) {
+    let left: Vec<_> = std::fs::read_dir(workdir).unwrap().collect();
+    assert!(
+        left.is_empty(),
+        "temp files left in {}: {left:?}",
+        workdir.display()
+    );
+    let procs = servers_under(workdir);
+    assert!(procs.is_empty(), "server processes left: {procs:?}");
+}
+
+pub fn workdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("cs-main-")
+        .tempdir_in("/var/tmp")
+        .unwrap()
+}
+
+/// The one `commitscope: error: ...` line of a failed run's stderr (and
+/// no panic or backtrace).
+pub fn one_error_line(err: &str) -> String {
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "not one error line: {err}");
+    assert!(errors[0].starts_with("commitscope: error: "), "{err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{err}"
+    );
+    errors[0].to_string()
+}

@@ -6,46 +6,12 @@ mod common;
 
 use std::{
     io::{BufRead, BufReader},
-    path::Path,
     process::{Command, Output, Stdio},
     time::{Duration, Instant},
 };
 
 use common::*;
 use serde_json::Value;
-
-/// Server processes whose command line mentions `dir`.
-fn servers_under(dir: &Path) -> Vec<u32> {
-    let needle = dir.to_string_lossy().into_owned();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains(&needle))
-                .unwrap_or(false)
-        })
-        .collect()
-}
-
-/// Nothing of a run survives: no server process, no temp dir.
-fn assert_clean(workdir: &Path) {
-    let left: Vec<_> = std::fs::read_dir(workdir).unwrap().collect();
-    assert!(
-        left.is_empty(),
-        "temp files left in {}: {left:?}",
-        workdir.display()
-    );
-    let procs = servers_under(workdir);
-    assert!(procs.is_empty(), "server processes left: {procs:?}");
-}
-
-fn workdir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("cs-main-")
-        .tempdir_in("/var/tmp")
-        .unwrap()
-}
 
 fn run_json(args: &[&str]) -> (Output, Vec<Value>) {
     let out = commitscope().args(args).output().expect("run commitscope");
@@ -326,15 +292,9 @@ fn fails(args: &[&str]) -> String {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(2), "{err}");
-    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
-    assert_eq!(errors.len(), 1, "not one error line: {err}");
-    assert!(errors[0].starts_with("commitscope: error: "), "{err}");
-    assert!(
-        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
-        "{err}"
-    );
+    let line = one_error_line(&err);
     assert_clean(wd.path());
-    errors[0].to_string()
+    line
 }
 
 #[test]

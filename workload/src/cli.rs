@@ -56,6 +56,14 @@ pub struct TpccArgs {
     /// tpcc: warehouses to load and drive (tpcc-mysql's -w).
     #[arg(long, short = 'w', default_value_t = 1, value_name = "W")]
     pub warehouses: u32,
+    #[command(flatten)]
+    pub flags: TpccFlags,
+}
+
+/// The TPC-C flags other than the warehouse count (which `sweep` takes as
+/// a list).
+#[derive(Clone, Debug, Default, Args)]
+pub struct TpccFlags {
     /// tpcc: add tpcc-mysql's 10 foreign keys after a load.
     #[arg(long)]
     pub foreign_keys: bool,
@@ -75,10 +83,10 @@ impl TpccArgs {
     pub fn settings(&self) -> crate::tpcc::Settings {
         crate::tpcc::Settings {
             warehouses: self.warehouses,
-            foreign_keys: self.foreign_keys,
-            delivery_single_commit: self.delivery_single_commit,
-            think: self.think,
-            load_parallel: self.load_parallel,
+            foreign_keys: self.flags.foreign_keys,
+            delivery_single_commit: self.flags.delivery_single_commit,
+            think: self.flags.think,
+            load_parallel: self.flags.load_parallel,
         }
     }
 }

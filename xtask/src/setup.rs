@@ -8,7 +8,8 @@ use crate::util::{output, status, succeeds};
 
 /// Debian packages: the servers the tests start, the client they query
 /// with, gcc/binutils for the C fixture, setpriv for the not-root test,
-/// sysbench as the benchmark peer.
+/// sysbench as the benchmark peer, rsvg-convert (and a font for its text)
+/// to render the sweep's SVG charts in their test.
 const APT: &[&str] = &[
     "mariadb-server",
     "mariadb-client",
@@ -17,6 +18,8 @@ const APT: &[&str] = &[
     "binutils",
     "util-linux",
     "sysbench",
+    "librsvg2-bin",
+    "fonts-dejavu-core",
 ];
 
 /// bpf-linker release known to build against nightly's LLVM here.

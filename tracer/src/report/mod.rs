@@ -1,10 +1,12 @@
 //! Output sinks: one file per format. None of them imports aya.
 //! `trace` prints [`Interval`]s through [`Sink`]; the main command prints
 //! [`Joined`] ticks (workload + probes) through [`RunSink`].
+pub mod charts;
 pub mod csv;
 pub mod human;
 pub mod json;
 pub mod live;
+pub mod sweep;
 
 use std::{path::Path, time::SystemTime};
 

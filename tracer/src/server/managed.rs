@@ -336,6 +336,23 @@ impl Managed {
         }
     }
 
+    /// Bytes in the error log so far: where the next start's lines begin.
+    pub fn log_len(&self) -> u64 {
+        fs::metadata(&self.log).map_or(0, |m| m.len())
+    }
+
+    /// The server's complaints about its options since `from` (a
+    /// [`Managed::log_len`]): an out-of-range value is not fatal at
+    /// startup, it is "adjusted" with a warning.
+    pub fn option_warnings_since(&self, from: u64) -> Vec<String> {
+        let text = read_log(&self.log);
+        let new = text.get(from as usize..).unwrap_or("");
+        new.lines()
+            .filter(|l| l.contains("[Warning] option '") || l.contains("[ERROR]"))
+            .map(|l| l.split_once("] ").map_or(l, |(_, r)| r).trim().to_string())
+            .collect()
+    }
+
     /// Clean shutdown (SIGTERM), killed after a timeout. Idempotent.
     pub fn stop(&mut self) -> Option<Duration> {
         let mut c = self.child.take()?;
@@ -378,6 +395,32 @@ mod tests {
         );
         assert_eq!(log_errors("a\nb\nc\nd\n"), "b | c | d");
         assert_eq!(log_errors(""), "no error log output");
+    }
+
+    #[test]
+    fn option_warnings_are_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = ServerBinary {
+            path: "/usr/sbin/mariadbd".into(),
+            basedir: "/usr".into(),
+            messages: None,
+            id: "mariadb-10.11".parse().unwrap(),
+        };
+        let m = Managed::new(ManagedConfig {
+            binary: b,
+            options: vec![],
+            workdir: dir.path().into(),
+            keep: false,
+        })
+        .unwrap();
+        fs::write(&m.log, "0 [Note] old\n").unwrap();
+        let from = m.log_len();
+        fs::write(&m.log, "0 [Note] old\n2026-11-30  8:22:15 0 [Warning] option 'innodb-log-file-size': unsigned value 1 adjusted to 4194304\n2026-11-30 0 [Warning] Could not increase number of max_open_files\n").unwrap();
+        assert_eq!(
+            m.option_warnings_since(from),
+            ["option 'innodb-log-file-size': unsigned value 1 adjusted to 4194304"]
+        );
+        assert!(m.option_warnings_since(m.log_len()).is_empty());
     }
 
     #[test]

@@ -1,0 +1,209 @@
+//! The sweep's charts as SVG (plotters): throughput, commits per redo
+//! flush and redo fsync p99, each against threads, one line per setting.
+//! SVG keeps the text as text: any viewer's fonts render it.
+use std::path::{Path, PathBuf};
+
+use plotters::{
+    coord::ranged1d::{AsRangedCoord, ValueFormatter},
+    prelude::*,
+};
+
+use crate::{
+    error::{Error, Result},
+    report::sweep::Grid,
+    sweep::store::CellRecord,
+};
+
+/// Pixel size of every chart (the PNG a renderer makes of it, too).
+pub const SIZE: (u32, u32) = (1024, 640);
+
+/// One chart: file name, title, y axis label and the figure of a cell.
+struct Spec {
+    file: &'static str,
+    title: String,
+    y_desc: String,
+    y: fn(&Grid, &CellRecord) -> Option<f64>,
+}
+
+fn specs(g: &Grid, workload: &str) -> Vec<Spec> {
+    vec![
+        Spec {
+            file: "throughput.svg",
+            title: format!("{workload}: throughput vs threads"),
+            y_desc: if g.tpcc {
+                "tpmC (New-Order transactions per minute)".into()
+            } else {
+                "throughput (transactions per second)".into()
+            },
+            y: |g, r| Some(g.throughput(r)),
+        },
+        Spec {
+            file: "commits_per_flush.svg",
+            title: format!("{workload}: group commit (commits per redo flush) vs threads"),
+            y_desc: "commits per redo flush".into(),
+            y: |_, r| r.commits_per_flush,
+        },
+        Spec {
+            file: "redo_fsync_p99.svg",
+            title: format!("{workload}: redo fsync p99 vs threads"),
+            y_desc: "redo fsync p99 latency (µs)".into(),
+            y: |_, r| r.redo_fsync_p99_us,
+        },
+    ]
+}
+
+fn draw_err(path: &Path) -> impl Fn(String) -> Error + '_ {
+    move |e| Error::Output {
+        path: path.to_owned(),
+        source: std::io::Error::other(e),
+    }
+}
+
+/// Writes the three charts into `dir`; returns their paths.
+pub fn write_all(dir: &Path, g: &Grid, workload: &str) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for spec in specs(g, workload) {
+        let path = dir.join(spec.file);
+        let series = g.series(|r| (spec.y)(g, r));
+        draw(&path, &spec, &series).map_err(draw_err(&path))?;
+        out.push(path);
+    }
+    Ok(out)
+}
+
+fn draw(
+    path: &Path,
+    spec: &Spec,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> std::result::Result<(), String> {
+    let e = |e: &dyn std::fmt::Display| e.to_string();
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let pts = series.iter().flat_map(|(_, p)| p.iter());
+    let (mut x_lo, mut x_hi, mut y_lo, mut y_hi) = (f64::MAX, f64::MIN, f64::MAX, 0f64);
+    for &(x, y) in pts {
+        x_lo = x_lo.min(x);
+        x_hi = x_hi.max(x);
+        if y > 0.0 {
+            y_lo = y_lo.min(y);
+        }
+        y_hi = y_hi.max(y);
+    }
+    if x_lo > x_hi {
+        // No data for this chart (e.g. untraced cells have no p99):
+        // still a chart, with its axes.
+        (x_lo, x_hi) = (1.0, 2.0);
+    }
+    let mut b = ChartBuilder::on(&root);
+    b.caption(&spec.title, ("sans-serif", 26))
+        .margin(24)
+        .x_label_area_size(60)
+        .y_label_area_size(90);
+    // Threads grow geometrically in a sweep (1, 8, 16 ... 256): a log
+    // axis spaces them evenly; a narrow range stays linear. Commits per
+    // flush spans 1 to thousands once a setting stops flushing per
+    // commit: a log y axis keeps both ends readable.
+    let log_x = x_hi / x_lo >= 8.0;
+    let log_y = y_lo <= y_hi && y_hi / y_lo >= 50.0;
+    let pad = ((x_hi - x_lo) * 0.05).max(0.5);
+    let (xl, xh) = if log_x {
+        (x_lo * 0.8, x_hi * 1.25)
+    } else {
+        (x_lo - pad, x_hi + pad)
+    };
+    let x_desc = if log_x {
+        "client threads (connections), log scale"
+    } else {
+        "client threads (connections)"
+    };
+    let y_desc = if log_y {
+        format!("{}, log scale", spec.y_desc)
+    } else {
+        spec.y_desc.clone()
+    };
+    let y_top = if y_hi > 0.0 { y_hi * 1.15 } else { 1.0 };
+    let axes = Axes {
+        x_desc,
+        y_desc: &y_desc,
+        y_decimals: if y_hi >= 100.0 {
+            0
+        } else if y_hi >= 10.0 {
+            1
+        } else {
+            2
+        },
+    };
+    // On a log axis the ticks are the swept thread counts themselves.
+    let mut ticks: Vec<f64> = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|p| p.0))
+        .collect();
+    ticks.sort_by(f64::total_cmp);
+    ticks.dedup();
+    let log = |r: std::ops::Range<f64>| r.log_scale();
+    let y_log = (y_lo * 0.7)..(y_hi * 1.5);
+    // (A linear axis labels a narrow range well by itself.)
+    let (lx, x) = (log(xl..xh).with_key_points(ticks), xl..xh);
+    match (log_x, log_y) {
+        (true, true) => plot(b, lx, log(y_log), &axes, series),
+        (true, false) => plot(b, lx, 0f64..y_top, &axes, series),
+        (false, true) => plot(b, x, log(y_log), &axes, series),
+        (false, false) => plot(b, x, 0f64..y_top, &axes, series),
+    }?;
+    root.present().map_err(|x| e(&x))
+}
+
+/// The axis texts of one chart.
+struct Axes<'a> {
+    x_desc: &'a str,
+    y_desc: &'a str,
+    y_decimals: usize,
+}
+
+/// Builds the chart on these axis ranges (linear or log), draws the mesh,
+/// one line with dots per series, and the legend.
+fn plot<X, Y>(
+    mut b: ChartBuilder<'_, '_, SVGBackend<'_>>,
+    x: X,
+    y: Y,
+    axes: &Axes,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> std::result::Result<(), String>
+where
+    X: AsRangedCoord<Value = f64>,
+    Y: AsRangedCoord<Value = f64>,
+    X::CoordDescType: ValueFormatter<f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
+{
+    let e = |e: &dyn std::fmt::Display| e.to_string();
+    let mut c = b.build_cartesian_2d(x, y).map_err(|x| e(&x))?;
+    c.configure_mesh()
+        .x_desc(axes.x_desc)
+        .y_desc(axes.y_desc)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.*}", axes.y_decimals))
+        .axis_desc_style(("sans-serif", 20))
+        .draw()
+        .map_err(|x| e(&x))?;
+    for (i, (name, p)) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        c.draw_series(LineSeries::new(p.iter().copied(), color.stroke_width(3)))
+            .map_err(|x| e(&x))?
+            .label(name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
+            });
+        c.draw_series(p.iter().map(|&pt| Circle::new(pt, 5, color.filled())))
+            .map_err(|x| e(&x))?;
+    }
+    if !series.is_empty() {
+        c.configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 18))
+            .draw()
+            .map_err(|x| e(&x))?;
+    }
+    Ok(())
+}

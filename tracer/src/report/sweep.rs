@@ -1,0 +1,292 @@
+//! A sweep's results as the seeds printed them: a Markdown table (rows =
+//! threads, columns = settings), plus `summary.csv` and `summary.json`.
+//! Built from `cells.jsonl` alone, so `commitscope report` can redo it.
+use std::{collections::BTreeMap, fmt::Write as _, path::Path};
+
+use crate::{
+    error::{Error, Result},
+    sweep::{
+        plan::settings_label,
+        store::{CellRecord, Meta},
+    },
+};
+
+/// The records arranged as a table: which settings vary make the columns.
+pub struct Grid<'a> {
+    pub tpcc: bool,
+    /// More than one warehouse count: rows and series name it.
+    pub many_warehouses: bool,
+    /// Column labels in run order, e.g. `trx_commit=1`.
+    pub columns: Vec<String>,
+    /// (warehouses, threads), ascending.
+    pub rows: Vec<(Option<u32>, u32)>,
+    cells: BTreeMap<(Option<u32>, u32, usize), &'a CellRecord>,
+}
+
+impl<'a> Grid<'a> {
+    pub fn new(meta: &Meta, records: &'a [CellRecord]) -> Grid<'a> {
+        // A setting is a column dimension when its value differs between
+        // cells; the others are the same everywhere and go in the caption.
+        let varies = |name: &str| {
+            let mut vals = records
+                .iter()
+                .filter_map(|r| r.settings.iter().find(|s| s.name == name))
+                .map(|s| s.value.as_str());
+            let first = vals.next();
+            vals.any(|v| Some(v) != first)
+        };
+        let names: Vec<&str> = records
+            .first()
+            .map(|r| r.settings.iter().map(|s| s.name.as_str()).collect())
+            .unwrap_or_default();
+        let varied: Vec<&str> = names.into_iter().filter(|n| varies(n)).collect();
+        let mut columns: Vec<String> = Vec::new();
+        let mut rows = Vec::new();
+        let mut cells = BTreeMap::new();
+        let ws: std::collections::BTreeSet<Option<u32>> =
+            records.iter().map(|r| r.warehouses).collect();
+        for r in records {
+            let label = settings_label(
+                r.settings
+                    .iter()
+                    .filter(|s| varied.contains(&s.name.as_str()))
+                    .map(|s| (s.name.as_str(), s.value.as_str())),
+            );
+            let label = if label.is_empty() {
+                "as configured".to_string()
+            } else {
+                label
+            };
+            let col = match columns.iter().position(|c| *c == label) {
+                Some(i) => i,
+                None => {
+                    columns.push(label);
+                    columns.len() - 1
+                }
+            };
+            let row = (r.warehouses, r.threads);
+            if !rows.contains(&row) {
+                rows.push(row);
+            }
+            cells.insert((r.warehouses, r.threads, col), r);
+        }
+        rows.sort();
+        Grid {
+            tpcc: meta.workload == "tpcc",
+            many_warehouses: ws.len() > 1,
+            columns,
+            rows,
+            cells,
+        }
+    }
+
+    pub fn get(&self, row: (Option<u32>, u32), col: usize) -> Option<&'a CellRecord> {
+        self.cells.get(&(row.0, row.1, col)).copied()
+    }
+
+    /// tpmC for TPC-C, else tps.
+    pub fn throughput(&self, r: &CellRecord) -> f64 {
+        if self.tpcc {
+            r.tpmc.unwrap_or(0.0)
+        } else {
+            r.tps
+        }
+    }
+
+    pub fn unit(&self) -> &'static str {
+        if self.tpcc {
+            "tpmC"
+        } else {
+            "tps"
+        }
+    }
+
+    /// One line of a chart: a column (and warehouse count), points by threads.
+    pub fn series(&self, y: impl Fn(&CellRecord) -> Option<f64>) -> Vec<(String, Vec<(f64, f64)>)> {
+        let ws: Vec<Option<u32>> = {
+            let mut v: Vec<Option<u32>> = self.rows.iter().map(|r| r.0).collect();
+            v.dedup();
+            v
+        };
+        let mut out = Vec::new();
+        for w in ws {
+            for (ci, c) in self.columns.iter().enumerate() {
+                let pts: Vec<(f64, f64)> = self
+                    .rows
+                    .iter()
+                    .filter(|r| r.0 == w)
+                    .filter_map(|&row| self.get(row, ci))
+                    .filter_map(|r| y(r).map(|v| (f64::from(r.threads), v)))
+                    .collect();
+                if pts.is_empty() {
+                    continue;
+                }
+                let name = match (w, self.many_warehouses) {
+                    (Some(w), true) => format!("W={w} {c}"),
+                    _ => c.clone(),
+                };
+                out.push((name, pts));
+            }
+        }
+        out
+    }
+}
+
+/// The Markdown table: `tps (commits/flush)` per cell, as seeds/000 has
+/// tpmC per connections x innodb_flush_log_at_trx_commit.
+pub fn markdown(meta: &Meta, g: &Grid) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} workload, {} s measured after {} s warmup per cell; each cell: {} (commits per redo flush)\n",
+        meta.workload,
+        meta.duration_s,
+        meta.warmup_s,
+        g.unit()
+    );
+    let lead = if g.many_warehouses {
+        "| warehouses | threads |"
+    } else {
+        "| threads |"
+    };
+    let _ = write!(s, "{lead}");
+    for c in &g.columns {
+        let _ = write!(s, " {c} |");
+    }
+    let _ = write!(
+        s,
+        "\n|{}",
+        if g.many_warehouses {
+            "---:|---:|"
+        } else {
+            "---:|"
+        }
+    );
+    for _ in &g.columns {
+        let _ = write!(s, "---:|");
+    }
+    s.push('\n');
+    for &row in &g.rows {
+        if g.many_warehouses {
+            let _ = write!(s, "| {} ", row.0.unwrap_or(0));
+        }
+        let _ = write!(s, "| {} |", row.1);
+        for ci in 0..g.columns.len() {
+            let text = match g.get(row, ci) {
+                Some(r) => format!(
+                    "{:.1} ({})",
+                    g.throughput(r),
+                    r.commits_per_flush
+                        .map_or_else(|| "-".into(), |c| format!("{c:.2}"))
+                ),
+                None => "-".into(),
+            };
+            let _ = write!(s, " {text} |");
+        }
+        s.push('\n');
+    }
+    s
+}
+
+const CSV_HEADER: &str = "workload,warehouses,threads,settings,tps,tpmc,commits,commits_per_flush,n_write,n_flush,write_per_flush,redo_fsync,redo_fsync_p99_us,latency_p50_us,latency_p99_us,errors,measured_s,key";
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// `summary.csv` (one row per cell, in table order) and `summary.json`.
+pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
+    let mut csv = String::from(CSV_HEADER);
+    csv.push('\n');
+    let mut cells = Vec::new();
+    for &row in &g.rows {
+        for (ci, col) in g.columns.iter().enumerate() {
+            let Some(r) = g.get(row, ci) else { continue };
+            let _ = writeln!(
+                csv,
+                "{},{},{},\"{}\",{:.3},{},{},{},{},{},{},{},{},{},{},{},{:.3},\"{}\"",
+                meta.workload,
+                opt(r.warehouses),
+                r.threads,
+                col,
+                r.tps,
+                opt(r.tpmc.map(|t| format!("{t:.3}"))),
+                r.commits,
+                opt(r.commits_per_flush.map(|c| format!("{c:.4}"))),
+                opt(r.n_write),
+                opt(r.n_flush),
+                opt(r.write_per_flush.map(|c| format!("{c:.4}"))),
+                opt(r.redo_fsync),
+                opt(r.redo_fsync_p99_us.map(|c| format!("{c:.1}"))),
+                r.latency_p50_us,
+                r.latency_p99_us,
+                r.errors,
+                r.measured_s,
+                r.key
+            );
+            let mut v = serde_json::to_value(r).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.remove("run");
+                o.insert("column".into(), col.clone().into());
+            }
+            cells.push(v);
+        }
+    }
+    let json = serde_json::json!({
+        "meta": meta,
+        "metric": g.unit(),
+        "columns": g.columns,
+        "cells": cells,
+    });
+    for (name, text) in [
+        ("summary.csv", csv),
+        (
+            "summary.json",
+            serde_json::to_string_pretty(&json).unwrap_or_default() + "\n",
+        ),
+    ] {
+        let p = dir.join(name);
+        std::fs::write(&p, text).map_err(|source| Error::Output { path: p, source })?;
+    }
+    Ok(())
+}
+
+/// Everything `commitscope report DIR` makes: the table on `out`, the
+/// summaries and the charts in DIR. Returns the files written.
+pub fn rebuild(dir: &Path, out: &mut impl std::io::Write) -> Result<Vec<std::path::PathBuf>> {
+    if !dir.join(crate::sweep::store::CELLS).exists() {
+        return Err(Error::Usage(format!(
+            "{} has no {}: point at the --out directory of a `commitscope sweep`",
+            dir.display(),
+            crate::sweep::store::CELLS
+        )));
+    }
+    let meta = crate::sweep::store::read_meta(dir)?;
+    let records = crate::sweep::store::read_cells(dir)?;
+    let files = write_outputs(dir, &meta, &records)?;
+    let g = Grid::new(&meta, &records);
+    let _ = writeln!(out, "{}", markdown(&meta, &g));
+    eprintln!(
+        "commitscope: {} cells; wrote {}",
+        records.len(),
+        files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(files)
+}
+
+/// The summaries and charts of these records, in `dir`.
+pub fn write_outputs(
+    dir: &Path,
+    meta: &Meta,
+    records: &[CellRecord],
+) -> Result<Vec<std::path::PathBuf>> {
+    let g = Grid::new(meta, records);
+    write_summaries(dir, meta, &g)?;
+    let mut files = vec![dir.join("summary.csv"), dir.join("summary.json")];
+    files.extend(crate::report::charts::write_all(dir, &g, &meta.workload)?);
+    Ok(files)
+}

@@ -1,0 +1,182 @@
+//! One cell: bring the server to the cell's settings (restart and/or
+//! `SET GLOBAL`), run the measured workload with its interval rows going
+//! to `DIR/ticks/`, and say the result in one line.
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use crate::{
+    error::{Error, Result},
+    report::{csv::Csv, EndReason, RunSummary},
+    server::options::ServerOption,
+    session::{Measure, Stage},
+    sweep::{
+        plan::{Cell, Change},
+        progress::Progress,
+        settings,
+        spec::workload_args,
+        store::CellRecord,
+        Ctx,
+    },
+};
+
+/// The server as the sweep drives it: the stage, how each option changes,
+/// and the values it runs with now.
+pub struct Live<'a> {
+    pub stage: &'a mut Stage,
+    pub change: Vec<Change>,
+    /// Per axis; None: not set by the sweep yet (a user's server).
+    pub current: Vec<Option<ServerOption>>,
+}
+
+impl<'a> Live<'a> {
+    /// A managed server started with the first value of every list; a
+    /// user's server, whose values are its own until the first cell.
+    pub fn new(stage: &'a mut Stage, change: Vec<Change>, ctx: &Ctx) -> Result<Live<'a>> {
+        let managed = stage.managed.is_some();
+        let axes = &ctx.spec.axes;
+        if let (false, Some(i)) = (managed, change.iter().position(|c| *c == Change::Restart)) {
+            return Err(Error::Usage(format!(
+                "{} cannot change on a running server (read-only, or not a variable): sweep it on the managed server (drop --socket/--host/--port/--dsn/--defaults-file)",
+                axes[i].key
+            )));
+        }
+        Ok(Live {
+            stage,
+            change,
+            current: axes.iter().map(|a| managed.then(|| a.option(0))).collect(),
+        })
+    }
+
+    fn restart_options(&self) -> Vec<ServerOption> {
+        self.current
+            .iter()
+            .zip(&self.change)
+            .filter(|(_, c)| **c == Change::Restart)
+            .filter_map(|(o, _)| o.clone())
+            .collect()
+    }
+
+    /// True when the managed server must restart for `cell`.
+    pub fn needs_restart(&self, cell: &Cell) -> bool {
+        self.stage.managed.is_some() && cell.restart_options(&self.change) != self.restart_options()
+    }
+
+    /// Restarts the managed server with all of `cell`'s settings.
+    pub async fn restart_for(&mut self, cell: &Cell, ctx: &Ctx<'_>) -> Result<()> {
+        self.stage
+            .restart(cell.settings.clone(), ctx.stop, ctx.ph)
+            .await?;
+        self.current = cell.settings.iter().cloned().map(Some).collect();
+        Ok(())
+    }
+
+    /// Restart if needed, then `SET GLOBAL` what differs.
+    async fn switch_to(&mut self, cell: &Cell, ctx: &Ctx<'_>) -> Result<()> {
+        if self.needs_restart(cell) {
+            self.restart_for(cell, ctx).await?;
+        }
+        for (ai, o) in cell.settings.iter().enumerate() {
+            if self.change[ai] == Change::Dynamic && self.current[ai].as_ref() != Some(o) {
+                if let Err(msg) = settings::apply(self.stage.control()?, o).await? {
+                    return Err(Error::SweepCell {
+                        cell: String::new(),
+                        detail: format!("the server rejects {o}: {msg}"),
+                    });
+                }
+                self.current[ai] = Some(o.clone());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `DIR/ticks/<cell key>.csv`: the interval rows of one cell.
+fn ticks_path(dir: &Path, cell: &Cell) -> PathBuf {
+    let slug: String = cell
+        .key()
+        .chars()
+        .map(|c| match c {
+            ' ' => '_',
+            c if c.is_ascii_alphanumeric() || "=-_.".contains(c) => c,
+            _ => '-',
+        })
+        .collect();
+    dir.join("ticks").join(format!("{slug}.csv"))
+}
+
+/// One cell. `None`: interrupted before it finished (nothing recorded,
+/// its tick file removed).
+pub async fn run_cell(
+    ctx: &Ctx<'_>,
+    live: &mut Live<'_>,
+    cell: &Cell,
+    progress: &mut Progress,
+) -> Result<Option<RunSummary>> {
+    live.switch_to(cell, ctx).await?;
+    let wa = workload_args(
+        ctx.args,
+        cell.threads,
+        cell.warehouses,
+        live.stage.conn.clone(),
+    );
+    let (cfg, interval, duration) = workload::run::config(&wa)?;
+    let m = Measure {
+        cfg,
+        interval,
+        duration,
+        reset: false,
+    };
+    let path = ticks_path(&ctx.store.dir, cell);
+    let f = std::fs::File::create(&path).map_err(|source| Error::Output {
+        path: path.clone(),
+        source,
+    })?;
+    let mut sink = Csv::new(std::io::BufWriter::new(f));
+    let r = {
+        let fut = live.stage.measure(&m, &mut sink, ctx.stop, ctx.ph);
+        tokio::pin!(fut);
+        let mut redraw = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                r = &mut fut => break r,
+                _ = redraw.tick() => progress.refresh(),
+            }
+        }
+    };
+    drop(sink);
+    match r {
+        Ok(s) if s.end == EndReason::Interrupted => {
+            let _ = std::fs::remove_file(&path);
+            Ok(None)
+        }
+        Ok(s) if s.end == EndReason::TargetExited => Err(Error::Runtime(
+            "the server exited during the cell (see its error log; --keep keeps it)".into(),
+        )),
+        Ok(s) => Ok(Some(s)),
+        Err(e) => {
+            let _ = std::fs::remove_file(&path);
+            Err(e)
+        }
+    }
+}
+
+/// The progress line's end: what the cell measured.
+pub fn result_line(r: &CellRecord, tpcc: bool) -> String {
+    let mut s = if tpcc {
+        format!("{:.1} tpmC", r.tpmc.unwrap_or(0.0))
+    } else {
+        format!("{:.1} tps", r.tps)
+    };
+    if let Some(c) = r.commits_per_flush {
+        s.push_str(&format!("  {c:.2} commits/flush"));
+    }
+    if let Some(p) = r.redo_fsync_p99_us {
+        s.push_str(&format!("  redo fsync p99 {p:.0} us"));
+    }
+    if r.errors > 0 {
+        s.push_str(&format!("  {} errors", r.errors));
+    }
+    s
+}

@@ -1,0 +1,233 @@
+//! The results directory: `sweep.json` (what was swept, for `--resume` and
+//! `report`) and `cells.jsonl`, one finished cell per line, appended and
+//! synced the moment the cell ends — so Ctrl-C, a crash or a power cut
+//! loses at most the cell that was running.
+use std::{
+    fs,
+    io::Write,
+    path::{Path, PathBuf},
+};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    error::{Error, Result},
+    report::RunSummary,
+    sweep::plan::Cell,
+};
+
+pub const CELLS: &str = "cells.jsonl";
+pub const META: &str = "sweep.json";
+
+/// What makes two sweeps comparable: cells of different settings here
+/// must not share a table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// `update`, `tpcc`, ...
+    pub workload: String,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    /// The workload flags beyond threads/warehouses (rows per thread, TPC-C flags).
+    pub workload_flags: String,
+    /// The server, as the first cell saw it (version and binary).
+    #[serde(default)]
+    pub server: String,
+}
+
+/// One server setting of a cell.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Setting {
+    pub name: String,
+    pub value: String,
+}
+
+/// One finished cell: the figures the table and charts are made of, plus
+/// the whole run summary for anyone who wants more.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CellRecord {
+    pub key: String,
+    pub threads: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warehouses: Option<u32>,
+    pub settings: Vec<Setting>,
+    /// Unix seconds when the cell ended.
+    pub finished_at: u64,
+    /// Wall time of the cell: restart, load, warmup and measured time.
+    pub wall_s: f64,
+    pub measured_s: f64,
+    pub tps: f64,
+    #[serde(default)]
+    pub tpmc: Option<f64>,
+    pub commits: u64,
+    pub commits_per_flush: Option<f64>,
+    pub n_write: Option<u64>,
+    pub n_flush: Option<u64>,
+    pub write_per_flush: Option<f64>,
+    pub redo_fsync: Option<u64>,
+    pub redo_fsync_p99_us: Option<f64>,
+    pub latency_p50_us: u64,
+    pub latency_p99_us: u64,
+    pub errors: u64,
+    /// The full summary of the run (`RunSummary` as JSON); not read back.
+    #[serde(default)]
+    pub run: serde_json::Value,
+}
+
+impl CellRecord {
+    pub fn new(cell: &Cell, s: &RunSummary, wall_s: f64) -> CellRecord {
+        let t = s.trace.as_ref();
+        CellRecord {
+            key: cell.key(),
+            threads: cell.threads,
+            warehouses: cell.warehouses,
+            settings: cell
+                .settings
+                .iter()
+                .map(|o| Setting {
+                    name: o.variable(),
+                    value: o.value.clone(),
+                })
+                .collect(),
+            finished_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            wall_s,
+            measured_s: s.workload.measured_s,
+            tps: s.workload.mean_tps,
+            tpmc: s.workload.tpcc.as_ref().map(|t| t.tpmc),
+            commits: s.workload.commits,
+            commits_per_flush: s.commits_per_flush,
+            n_write: t.map(|t| t.n_write),
+            n_flush: t.map(|t| t.n_flush),
+            write_per_flush: t.and_then(|t| t.write_per_flush),
+            redo_fsync: t.map(|t| t.redo_fsync),
+            redo_fsync_p99_us: t.and_then(|t| t.redo_p99_us),
+            latency_p50_us: s.workload.latency.p50_us,
+            latency_p99_us: s.workload.latency.p99_us,
+            errors: s.workload.errors,
+            run: serde_json::to_value(s).unwrap_or_default(),
+        }
+    }
+}
+
+pub struct Store {
+    pub dir: PathBuf,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Output {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+impl Store {
+    /// Opens (creating) the results dir. An earlier sweep's cells are
+    /// never overwritten: continuing them takes `--resume`, and only with
+    /// the same workload and times.
+    pub fn open(dir: &Path, resume: bool, meta: &Meta) -> Result<(Store, Vec<CellRecord>)> {
+        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let store = Store {
+            dir: dir.to_owned(),
+        };
+        let done = if store.cells_path().exists() {
+            read_cells(dir)?
+        } else {
+            Vec::new()
+        };
+        if !done.is_empty() && !resume {
+            return Err(Error::Usage(format!(
+                "{} holds {} finished cells of an earlier sweep: pass --resume to continue it, or another --out",
+                store.cells_path().display(),
+                done.len()
+            )));
+        }
+        if resume && store.dir.join(META).exists() {
+            let old = read_meta(dir)?;
+            let differs = [
+                (old.workload != meta.workload, "--workload"),
+                (old.duration_s != meta.duration_s, "--duration"),
+                (old.warmup_s != meta.warmup_s, "--warmup"),
+                (old.workload_flags != meta.workload_flags, "workload flags"),
+            ];
+            if let Some((_, what)) = differs.iter().find(|(d, _)| *d) {
+                return Err(Error::Usage(format!(
+                    "--resume: {} was swept with other {what} ({} {} s + {} s warmup, {}): rerun with those, or use another --out",
+                    dir.display(),
+                    old.workload,
+                    old.duration_s,
+                    old.warmup_s,
+                    if old.workload_flags.is_empty() { "no other flags" } else { &old.workload_flags }
+                )));
+            }
+        }
+        store.write_meta(meta)?;
+        Ok((store, done))
+    }
+
+    pub fn cells_path(&self) -> PathBuf {
+        self.dir.join(CELLS)
+    }
+
+    pub fn write_meta(&self, meta: &Meta) -> Result<()> {
+        let p = self.dir.join(META);
+        let text = serde_json::to_string_pretty(meta).unwrap_or_default() + "\n";
+        fs::write(&p, text).map_err(io_err(&p))
+    }
+
+    /// Appends one cell as one line, synced before returning.
+    pub fn append(&self, r: &CellRecord) -> Result<()> {
+        let p = self.cells_path();
+        let line = serde_json::to_string(r).unwrap_or_default() + "\n";
+        let mut f = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&p)
+            .map_err(io_err(&p))?;
+        f.write_all(line.as_bytes()).map_err(io_err(&p))?;
+        f.sync_data().map_err(io_err(&p))
+    }
+}
+
+pub fn read_meta(dir: &Path) -> Result<Meta> {
+    let p = dir.join(META);
+    let text = fs::read_to_string(&p).map_err(|source| Error::Read {
+        path: p.clone(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        Error::Usage(format!(
+            "{} is not a commitscope sweep description ({e}): point at a results dir written by `commitscope sweep`",
+            p.display()
+        ))
+    })
+}
+
+/// The finished cells. A line that does not parse — the last one, cut
+/// short by a crash mid-write — is skipped with a warning; a later run of
+/// the same cell replaces an earlier one.
+pub fn read_cells(dir: &Path) -> Result<Vec<CellRecord>> {
+    let p = dir.join(CELLS);
+    let text = fs::read_to_string(&p).map_err(|source| Error::Read {
+        path: p.clone(),
+        source,
+    })?;
+    let mut out: Vec<CellRecord> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<CellRecord>(line) {
+            Ok(r) => {
+                out.retain(|o| o.key != r.key);
+                out.push(r);
+            }
+            Err(e) => eprintln!(
+                "commitscope: warning: {} line {} is not a cell record ({e}): skipped",
+                p.display(),
+                n + 1
+            ),
+        }
+    }
+    Ok(out)
+}
