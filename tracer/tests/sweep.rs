@@ -149,7 +149,9 @@ fn sweep_sets_dynamic_options_restarts_for_others_and_charts_them() {
             assert!(fsyncs * 20 < commits, "trx_commit=2: {lazy}");
         }
     }
-    // The table: rows = threads, one column per setting, tps (commits/flush).
+    // The table: rows = threads, one column per setting, tps (commits/flush);
+    // what all cells share is said once above it.
+    assert!(table.contains("sync_binlog=1 in every cell"), "{table}");
     let header = table
         .lines()
         .find(|l| l.starts_with("| threads |"))

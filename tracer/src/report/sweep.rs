@@ -18,6 +18,8 @@ pub struct Grid<'a> {
     pub many_warehouses: bool,
     /// Column labels in run order, e.g. `trx_commit=1`.
     pub columns: Vec<String>,
+    /// The settings every cell shares, e.g. `sync_binlog=1`.
+    pub constant: String,
     /// (warehouses, threads), ascending.
     pub rows: Vec<(Option<u32>, u32)>,
     cells: BTreeMap<(Option<u32>, u32, usize), &'a CellRecord>,
@@ -28,18 +30,29 @@ impl<'a> Grid<'a> {
         // A setting is a column dimension when its value differs between
         // cells; the others are the same everywhere and go in the caption.
         let varies = |name: &str| {
-            let mut vals = records
-                .iter()
-                .filter_map(|r| r.settings.iter().find(|s| s.name == name))
-                .map(|s| s.value.as_str());
+            let mut vals = records.iter().map(|r| {
+                r.settings
+                    .iter()
+                    .find(|s| s.name == name)
+                    .map(|s| s.value.as_str())
+            });
             let first = vals.next();
             vals.any(|v| Some(v) != first)
         };
-        let names: Vec<&str> = records
-            .first()
-            .map(|r| r.settings.iter().map(|s| s.name.as_str()).collect())
-            .unwrap_or_default();
-        let varied: Vec<&str> = names.into_iter().filter(|n| varies(n)).collect();
+        // Every setting any cell has (a resumed sweep may add a list).
+        let mut names: Vec<&str> = Vec::new();
+        for s in records.iter().flat_map(|r| &r.settings) {
+            if !names.contains(&s.name.as_str()) {
+                names.push(&s.name);
+            }
+        }
+        let (varied, same): (Vec<&str>, Vec<&str>) = names.into_iter().partition(|n| varies(n));
+        let constant = settings_label(records.first().into_iter().flat_map(|r| {
+            r.settings
+                .iter()
+                .filter(|s| same.contains(&s.name.as_str()))
+                .map(|s| (s.name.as_str(), s.value.as_str()))
+        }));
         let mut columns: Vec<String> = Vec::new();
         let mut rows = Vec::new();
         let mut cells = BTreeMap::new();
@@ -75,6 +88,7 @@ impl<'a> Grid<'a> {
             tpcc: meta.workload == "tpcc",
             many_warehouses: ws.len() > 1,
             columns,
+            constant,
             rows,
             cells,
         }
@@ -136,14 +150,15 @@ impl<'a> Grid<'a> {
 /// tpmC per connections x innodb_flush_log_at_trx_commit.
 pub fn markdown(meta: &Meta, g: &Grid) -> String {
     let mut s = String::new();
-    let _ = writeln!(
+    let _ = write!(
         s,
-        "{} workload, {} s measured after {} s warmup per cell; each cell: {} (commits per redo flush)\n",
-        meta.workload,
-        meta.duration_s,
-        meta.warmup_s,
-        g.unit()
+        "{} workload, {} s measured after {} s warmup per cell",
+        meta.workload, meta.duration_s, meta.warmup_s,
     );
+    if !g.constant.is_empty() {
+        let _ = write!(s, ", {} in every cell", g.constant);
+    }
+    let _ = writeln!(s, "; each cell: {} (commits per redo flush)\n", g.unit());
     let lead = if g.many_warehouses {
         "| warehouses | threads |"
     } else {
