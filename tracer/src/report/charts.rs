@@ -100,30 +100,28 @@ fn draw(
         .x_label_area_size(60)
         .y_label_area_size(90);
     // Threads grow geometrically in a sweep (1, 8, 16 ... 256): a log
-    // axis spaces them evenly; a narrow range stays linear. Commits per
+    // axis spaces them evenly, with the swept counts as its ticks (so a
+    // narrow range such as 1, 4 is labelled exactly too). Commits per
     // flush spans 1 to thousands once a setting stops flushing per
-    // commit: a log y axis keeps both ends readable.
-    let log_x = x_hi / x_lo >= 8.0;
+    // commit: then a log y axis keeps both ends readable.
+    let mut ticks: Vec<f64> = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|p| p.0))
+        .collect();
+    ticks.sort_by(f64::total_cmp);
+    ticks.dedup();
+    if ticks.is_empty() {
+        ticks.push(1.0);
+    }
+    let x = (x_lo * 0.8..x_hi * 1.25).log_scale().with_key_points(ticks);
     let log_y = y_lo <= y_hi && y_hi / y_lo >= 50.0;
-    let pad = ((x_hi - x_lo) * 0.05).max(0.5);
-    let (xl, xh) = if log_x {
-        (x_lo * 0.8, x_hi * 1.25)
-    } else {
-        (x_lo - pad, x_hi + pad)
-    };
-    let x_desc = if log_x {
-        "client threads (connections), log scale"
-    } else {
-        "client threads (connections)"
-    };
     let y_desc = if log_y {
         format!("{}, log scale", spec.y_desc)
     } else {
         spec.y_desc.clone()
     };
-    let y_top = if y_hi > 0.0 { y_hi * 1.15 } else { 1.0 };
     let axes = Axes {
-        x_desc,
+        x_desc: "client threads (connections), log scale",
         y_desc: &y_desc,
         y_decimals: if y_hi >= 100.0 {
             0
@@ -133,22 +131,11 @@ fn draw(
             2
         },
     };
-    // On a log axis the ticks are the swept thread counts themselves.
-    let mut ticks: Vec<f64> = series
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|p| p.0))
-        .collect();
-    ticks.sort_by(f64::total_cmp);
-    ticks.dedup();
-    let log = |r: std::ops::Range<f64>| r.log_scale();
-    let y_log = (y_lo * 0.7)..(y_hi * 1.5);
-    // (A linear axis labels a narrow range well by itself.)
-    let (lx, x) = (log(xl..xh).with_key_points(ticks), xl..xh);
-    match (log_x, log_y) {
-        (true, true) => plot(b, lx, log(y_log), &axes, series),
-        (true, false) => plot(b, lx, 0f64..y_top, &axes, series),
-        (false, true) => plot(b, x, log(y_log), &axes, series),
-        (false, false) => plot(b, x, 0f64..y_top, &axes, series),
+    if log_y {
+        plot(b, x, (y_lo * 0.7..y_hi * 1.5).log_scale(), &axes, series)
+    } else {
+        let y_top = if y_hi > 0.0 { y_hi * 1.15 } else { 1.0 };
+        plot(b, x, 0f64..y_top, &axes, series)
     }?;
     root.present().map_err(|x| e(&x))
 }
@@ -183,6 +170,7 @@ where
         .x_label_formatter(&|x| format!("{x:.0}"))
         .y_label_formatter(&|y| format!("{y:.*}", axes.y_decimals))
         .axis_desc_style(("sans-serif", 20))
+        .label_style(("sans-serif", 15))
         .draw()
         .map_err(|x| e(&x))?;
     for (i, (name, p)) in series.iter().enumerate() {
