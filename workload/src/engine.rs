@@ -29,6 +29,7 @@ use crate::{
     error::{Error, Result},
     scenario::{self, Scenario},
     stats::{new_hist, Clock, IntervalSample, Latency, Summary, Window},
+    workers::Workers,
 };
 
 /// MySQL/MariaDB errors that mean "try the transaction again".
@@ -424,7 +425,7 @@ pub struct Engine {
     cfg: Config,
     pub io: IoModel,
     shared: Arc<Shared>,
-    workers: Vec<std::thread::JoinHandle<()>>,
+    workers: Workers,
     clock: Clock,
     samples: Vec<IntervalSample>,
     measured: Histogram<u64>,
@@ -468,16 +469,9 @@ impl Engine {
             errors_by_code: Mutex::new(BTreeMap::new()),
             reported: Mutex::new(HashSet::new()),
         });
-        let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
-            std::thread::Builder::new()
-                .name(name)
-                .stack_size(256 * 1024)
-                .spawn(f)
-                .map_err(|e| Error::Runtime(format!("cannot start a worker thread: {e}")))
-        };
         // Every connection is opened before the clock starts, so a bad
         // password fails here, once, not in 100 workers.
-        let mut workers = Vec::new();
+        let mut workers = Workers::new("workload worker");
         match io {
             IoModel::Threads => {
                 let conns = (0..cfg.threads)
@@ -485,19 +479,15 @@ impl Engine {
                     .collect::<Result<Vec<_>>>()?;
                 for (w, c) in conns.into_iter().enumerate() {
                     let (cfg, shared) = (cfg.clone(), shared.clone());
-                    workers.push(spawn(
-                        format!("worker-{w}"),
-                        Box::new(move || blocking::worker(w, cfg, shared, c)),
-                    )?);
+                    workers.spawn(format!("worker-{w}"), move || {
+                        blocking::worker(w, cfg, shared, c)
+                    })?;
                 }
             }
             IoModel::EventLoop => {
                 let (tx, rx) = mpsc::channel();
                 let (c, sh) = (cfg.clone(), shared.clone());
-                workers.push(spawn(
-                    "event-loop".into(),
-                    Box::new(move || evloop::run(c, sh, tx)),
-                )?);
+                workers.spawn("event-loop".into(), move || evloop::run(c, sh, tx))?;
                 rx.recv().map_err(|_| {
                     Error::Runtime("the event loop ended before connecting".into())
                 })??;
@@ -555,18 +545,14 @@ impl Engine {
 
     /// True when every worker has ended by itself (`--total-rows` reached).
     pub fn finished(&self) -> bool {
-        self.workers
-            .iter()
-            .all(std::thread::JoinHandle::is_finished)
+        self.workers.finished()
     }
 
     /// Stops the workers, takes the last partial sample, and summarises.
     /// Returns the last sample too, so a printer can show it.
     pub fn stop(mut self) -> Result<(IntervalSample, Summary)> {
         self.shared.stop.store(true, Ordering::Relaxed);
-        for w in std::mem::take(&mut self.workers) {
-            let _ = w.join();
-        }
+        self.workers.join()?;
         let last = self.sample()?;
         let w = Window::of(&self.samples);
         // From the end of connecting (the engine's clock) to the last commit.

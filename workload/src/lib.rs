@@ -13,5 +13,6 @@ pub mod scenario;
 pub mod schema;
 pub mod stats;
 pub mod tpcc;
+pub mod workers;
 
 pub use error::{Error, Result};

@@ -26,6 +26,7 @@ use crate::{
     engine::IoModel,
     error::{Error, Result},
     stats::{new_hist, Clock, IntervalSample, Latency, Summary, Window},
+    workers::Workers,
 };
 
 const DEADLOCK: u16 = 1213;
@@ -97,7 +98,7 @@ pub struct DriverConfig {
 pub struct Driver {
     cfg: DriverConfig,
     shared: Arc<Shared>,
-    workers: Vec<std::thread::JoinHandle<()>>,
+    workers: Workers,
     control: Conn,
     clock: Clock,
     samples: Vec<IntervalSample>,
@@ -153,17 +154,13 @@ impl Driver {
         };
         let mut rng = Rng::new();
         let run_constants = NuConstants::for_run(&cfg.load_constants, &mut rng);
-        let mut workers = Vec::new();
+        let mut workers = Workers::new("TPC-C client");
         for (w, c) in conns.into_iter().enumerate() {
             let (cfg2, sh) = (cfg.clone(), shared.clone());
             let seed = rng.u64(..);
-            workers.push(
-                std::thread::Builder::new()
-                    .name(format!("tpcc-{w}"))
-                    .stack_size(256 * 1024)
-                    .spawn(move || client(w, cfg2, sh, c, run_constants, seed))
-                    .map_err(|e| Error::Runtime(format!("cannot start a client thread: {e}")))?,
-            );
+            workers.spawn(format!("tpcc-{w}"), move || {
+                client(w, cfg2, sh, c, run_constants, seed)
+            })?;
         }
         Ok(Driver {
             clock: Clock::new(cfg.warmup),
@@ -235,23 +232,12 @@ impl Driver {
     }
 
     pub fn finished(&self) -> bool {
-        self.workers
-            .iter()
-            .all(std::thread::JoinHandle::is_finished)
+        self.workers.finished()
     }
 
     pub fn stop(mut self) -> Result<(IntervalSample, Summary)> {
         self.shared.stop.store(true, Ordering::Relaxed);
-        let crashed = std::mem::take(&mut self.workers)
-            .into_iter()
-            .map(std::thread::JoinHandle::join)
-            .filter(std::result::Result::is_err)
-            .count();
-        if crashed > 0 {
-            return Err(Error::Runtime(format!(
-                "{crashed} TPC-C client thread(s) crashed (a bug: the message is above)"
-            )));
-        }
+        self.workers.join()?;
         let last = self.sample()?;
         let w = Window::of(&self.samples);
         let (d_next_before, cpu_before) = self.base.unwrap_or((0, process_cpu_s()));
