@@ -26,7 +26,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Sweep(args)) => commitscope::sweep::run(args),
         Some(Command::Report(args)) => {
-            commitscope::report::sweep::rebuild(&args.dir, &mut std::io::stdout()).map(|_| ())
+            commitscope::report::sweep::rebuild(&args.dir, &mut std::io::stdout())
         }
     };
     match result {

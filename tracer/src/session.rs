@@ -540,25 +540,33 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
         .map_err(|e| Error::Runtime(format!("cannot start the async runtime: {e}")))
 }
 
+/// Validates workload flags before anything starts. A managed server's
+/// socket is not known yet, so they are checked against a placeholder
+/// endpoint (nothing connects to it).
+pub fn check_workload(args: &workload::cli::WorkloadArgs) -> Result<()> {
+    if args.conn.any_given() {
+        workload::run::config(args)?;
+        return Ok(());
+    }
+    let mut wa = args.clone();
+    wa.conn = ConnArgs {
+        socket: Some("/nonexistent".into()),
+        defaults_file: Some("/dev/null".into()),
+        user: Some("root".into()),
+        ..Default::default()
+    };
+    workload::run::config(&wa)?;
+    Ok(())
+}
+
 /// The main command.
 pub fn run(args: crate::cli::RunArgs) -> Result<()> {
     let rt = crate::session::runtime()?;
     rt.block_on(async {
         let stop = Stop::install()?;
         let ph = Phases::new(args.probes.verbose);
-        // Validate the workload flags before starting anything; the
-        // managed server's socket is not known yet, so check with a
-        // placeholder endpoint.
+        check_workload(&args.workload)?;
         let mut wa = args.workload.clone();
-        if !wa.conn.any_given() {
-            wa.conn = ConnArgs {
-                socket: Some("/nonexistent".into()),
-                defaults_file: Some("/dev/null".into()),
-                user: Some("root".into()),
-                ..Default::default()
-            };
-        }
-        workload::run::config(&wa)?;
         let mut sink = crate::report::run_sinks(args.workload.json, args.output.csv.as_deref())?;
         let mut stage = setup(&args.server, &args.probes, &args.workload.conn, &stop, &ph).await?;
         wa.conn = stage.conn.clone();

@@ -60,7 +60,8 @@ mod tests {
     fn a_crashed_thread_fails_the_join() {
         let mut w = Workers::new("test");
         w.spawn("ok".into(), || {}).unwrap();
-        w.spawn("boom".into(), || panic!("expected by the test")).unwrap();
+        w.spawn("boom".into(), || panic!("expected by the test"))
+            .unwrap();
         let e = w.join().unwrap_err().to_string();
         assert!(e.contains("1 test thread(s) crashed"), "{e}");
         assert!(w.finished());

@@ -267,8 +267,8 @@ pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
 }
 
 /// Everything `commitscope report DIR` makes: the table on `out`, the
-/// summaries and the charts in DIR. Returns the files written.
-pub fn rebuild(dir: &Path, out: &mut impl std::io::Write) -> Result<Vec<std::path::PathBuf>> {
+/// summaries and the charts in DIR.
+pub fn rebuild(dir: &Path, out: &mut impl std::io::Write) -> Result<()> {
     if !dir.join(crate::sweep::store::CELLS).exists() {
         return Err(Error::Usage(format!(
             "{} has no {}: point at the --out directory of a `commitscope sweep`",
@@ -278,30 +278,41 @@ pub fn rebuild(dir: &Path, out: &mut impl std::io::Write) -> Result<Vec<std::pat
     }
     let meta = crate::sweep::store::read_meta(dir)?;
     let records = crate::sweep::store::read_cells(dir)?;
-    let files = write_outputs(dir, &meta, &records)?;
-    let g = Grid::new(&meta, &records);
-    let _ = writeln!(out, "{}", markdown(&meta, &g));
+    publish(dir, &meta, &records, out)
+}
+
+/// The end of a sweep and all of `report`: summaries and charts in `dir`,
+/// the table on `out`, one line on stderr naming the files.
+pub fn publish(
+    dir: &Path,
+    meta: &Meta,
+    records: &[CellRecord],
+    out: &mut impl std::io::Write,
+) -> Result<()> {
+    let g = Grid::new(meta, records);
+    let files = write_files(dir, meta, &g)?;
+    let _ = writeln!(out, "{}", markdown(meta, &g));
     eprintln!(
-        "commitscope: {} cells; wrote {}",
+        "commitscope: {} cells in {}; wrote {}",
         records.len(),
+        dir.join(crate::sweep::store::CELLS).display(),
         files
             .iter()
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
             .join(", ")
     );
-    Ok(files)
+    Ok(())
 }
 
-/// The summaries and charts of these records, in `dir`.
-pub fn write_outputs(
-    dir: &Path,
-    meta: &Meta,
-    records: &[CellRecord],
-) -> Result<Vec<std::path::PathBuf>> {
-    let g = Grid::new(meta, records);
-    write_summaries(dir, meta, &g)?;
+/// The summaries and charts of these records, in `dir` (after every cell).
+pub fn write_outputs(dir: &Path, meta: &Meta, records: &[CellRecord]) -> Result<()> {
+    write_files(dir, meta, &Grid::new(meta, records)).map(|_| ())
+}
+
+fn write_files(dir: &Path, meta: &Meta, g: &Grid) -> Result<Vec<std::path::PathBuf>> {
+    write_summaries(dir, meta, g)?;
     let mut files = vec![dir.join("summary.csv"), dir.join("summary.json")];
-    files.extend(crate::report::charts::write_all(dir, &g, &meta.workload)?);
+    files.extend(crate::report::charts::write_all(dir, g, &meta.workload)?);
     Ok(files)
 }

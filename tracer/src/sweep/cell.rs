@@ -12,7 +12,7 @@ use crate::{
     server::options::ServerOption,
     session::{Measure, Stage},
     sweep::{
-        plan::{Cell, Change},
+        plan::{restart_part, Cell, Change},
         progress::Progress,
         settings,
         spec::workload_args,
@@ -49,18 +49,11 @@ impl<'a> Live<'a> {
         })
     }
 
-    fn restart_options(&self) -> Vec<ServerOption> {
-        self.current
-            .iter()
-            .zip(&self.change)
-            .filter(|(_, c)| **c == Change::Restart)
-            .filter_map(|(o, _)| o.clone())
-            .collect()
-    }
-
     /// True when the managed server must restart for `cell`.
     pub fn needs_restart(&self, cell: &Cell) -> bool {
-        self.stage.managed.is_some() && cell.restart_options(&self.change) != self.restart_options()
+        self.stage.managed.is_some()
+            && cell.restart_options(&self.change)
+                != restart_part(self.current.iter().map(Option::as_ref), &self.change)
     }
 
     /// Restarts the managed server with all of `cell`'s settings.

@@ -16,7 +16,7 @@ use std::time::Instant;
 use crate::{
     cli::{ServerArgs, SweepArgs},
     error::{Error, Result},
-    report::sweep::{markdown, write_outputs, Grid},
+    report::sweep::{publish, write_outputs},
     server::options::ServerOption,
     session::{setup, Phases, Stop},
 };
@@ -126,18 +126,7 @@ pub fn run(args: SweepArgs) -> Result<()> {
         }
         stage.close(&ph).await;
         if !done.is_empty() && !args.dry_run {
-            let files = write_outputs(&store.dir, &spec.meta, &done)?;
-            println!("{}", markdown(&spec.meta, &Grid::new(&spec.meta, &done)));
-            eprintln!(
-                "commitscope: {} cells in {}; wrote {}",
-                done.len(),
-                store.cells_path().display(),
-                files
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+            publish(&store.dir, &spec.meta, &done, &mut std::io::stdout())?;
         }
         match r? {
             Outcome::Finished => Ok(()),

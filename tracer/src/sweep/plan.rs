@@ -86,13 +86,22 @@ impl Cell {
 
     /// The options of this cell that need a restart.
     pub fn restart_options(&self, change: &[Change]) -> Vec<ServerOption> {
-        self.settings
-            .iter()
-            .zip(change)
-            .filter(|(_, c)| **c == Change::Restart)
-            .map(|(o, _)| o.clone())
-            .collect()
+        restart_part(self.settings.iter().map(Some), change)
     }
+}
+
+/// The settings (one per axis; None: unknown) whose axis needs a restart:
+/// what a cell asks for, or what a server runs with, compared.
+pub fn restart_part<'a>(
+    settings: impl IntoIterator<Item = Option<&'a ServerOption>>,
+    change: &[Change],
+) -> Vec<ServerOption> {
+    settings
+        .into_iter()
+        .zip(change)
+        .filter(|(_, c)| **c == Change::Restart)
+        .filter_map(|(o, _)| o.cloned())
+        .collect()
 }
 
 /// Every index combination of lists of these lengths, the first list

@@ -89,22 +89,11 @@ impl Spec {
                 server: String::new(),
             },
         };
-        // Every cell's workload flags, checked before anything starts (the
-        // managed server's socket is not known yet: a placeholder).
-        let placeholder = ConnArgs {
-            socket: Some("/nonexistent".into()),
-            defaults_file: Some("/dev/null".into()),
-            user: Some("root".into()),
-            ..Default::default()
-        };
+        // Every cell's workload flags, checked before anything starts.
         for &t in &spec.threads {
             for &w in &spec.warehouses {
-                let conn = if args.stage.conn.any_given() {
-                    args.stage.conn.clone()
-                } else {
-                    placeholder.clone()
-                };
-                workload::run::config(&workload_args(args, t, w, conn))?;
+                let wa = workload_args(args, t, w, args.stage.conn.clone());
+                crate::session::check_workload(&wa)?;
             }
         }
         Ok(spec)
