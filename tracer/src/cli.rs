@@ -173,9 +173,12 @@ pub struct SweepArgs {
     /// Seconds measured per cell, after its warmup.
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
     pub duration: f64,
-    /// Seconds at the start of each cell excluded from its figures.
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
-    pub warmup: f64,
+    /// Seconds at the start of each cell excluded from its figures [default: 10; 0 with --total-rows].
+    #[arg(long, value_name = "SECONDS")]
+    pub warmup: Option<f64>,
+    /// insert: each cell runs until N rows are in (seed 004), its elapsed seconds in the table.
+    #[arg(long, value_name = "N")]
+    pub total_rows: Option<u64>,
     /// Seconds per interval row in DIR/ticks/*.csv.
     #[arg(long, short = 'i', default_value_t = 1.0, value_name = "SECONDS")]
     pub interval: f64,
@@ -198,6 +201,15 @@ pub struct SweepArgs {
     pub dry_run: bool,
     #[command(flatten)]
     pub stage: StageArgs,
+}
+
+impl SweepArgs {
+    /// The warmup per cell: a `--total-rows` cell counts every row, so
+    /// none by default there.
+    pub fn warmup_s(&self) -> f64 {
+        self.warmup
+            .unwrap_or(if self.total_rows.is_some() { 0.0 } else { 10.0 })
+    }
 }
 
 #[derive(Debug, Args)]

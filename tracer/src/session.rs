@@ -26,7 +26,9 @@ use crate::{
         existing, locate,
         managed::{Managed, ManagedConfig},
         options::ServerOption,
-        process, status,
+        process,
+        sizing::{Shape, Sizing},
+        status,
     },
     trace,
 };
@@ -174,10 +176,18 @@ pub async fn setup(
     server: &ServerArgs,
     probe_args: &ProbeArgs,
     conn: &ConnArgs,
+    shape: Shape,
     stop: &Stop,
     ph: &Phases,
 ) -> Result<Stage> {
     check_args(server, conn)?;
+    let opens = u64::from(shape.clients) + 1;
+    let sizing = (!conn.any_given()).then(|| Sizing::for_machine(shape, &server.server_options));
+    // Our clients' sockets, and the managed server's files: it inherits
+    // the limit (as root it raises its own).
+    let fds = workload::capacity::client_fds(opens)
+        .max(sizing.as_ref().map_or(0, |s| s.open_files_limit));
+    workload::capacity::raise_nofile(fds)?;
     let declared = probe_args
         .server_version
         .as_deref()
@@ -216,11 +226,22 @@ pub async fn setup(
             binary.path.display(),
             binary.id
         ));
+        let sizing = sizing
+            .clone()
+            .unwrap_or_else(|| Sizing::for_machine(shape, &[]));
+        if let Some(w) = &sizing.warning {
+            eprintln!("commitscope: warning: {w}");
+        }
+        ph.note(format_args!(
+            "managed server sized to the run: {}",
+            sizing.describe()
+        ));
         let m = Managed::new(ManagedConfig {
             binary,
             options: server.server_options.clone(),
             workdir: server.workdir.clone(),
             keep: server.keep,
+            sizing,
         })?;
         ph.note(format_args!("temp dir {}", m.dir().display()));
         // The server is owned by `managed` from here on: whatever happens
@@ -232,6 +253,11 @@ pub async fn setup(
     };
     let endpoint = conn.resolve()?;
     let mut control = ph.run(stop, "connect", connect(&endpoint)).await?;
+    // Before any other connection: a run that cannot fit is refused here,
+    // not with 1040 after hundreds of clients connected.
+    workload::capacity::Capacity::read(&mut control)
+        .await?
+        .check(opens)?;
     let version: Option<String> = {
         use mysql_async::prelude::Queryable;
         control.query_first("SELECT VERSION()").await.ok().flatten()
@@ -282,6 +308,7 @@ pub async fn setup(
             .iter()
             .map(|o| o.to_string())
             .collect(),
+        sizing: managed.as_ref().map(|m| m.cfg.sizing.clone()),
     };
     Ok(Stage {
         probes,
@@ -476,6 +503,11 @@ impl Stage {
         }
         let s = RunSummary::new(end, wsum, totals, checks);
         sink.summary(&self.header, &s);
+        ph.note(format_args!(
+            "commitscope's own peak RSS {:.1} MiB ({} clients)",
+            s.peak_rss_bytes as f64 / (1 << 20) as f64,
+            m.cfg.threads
+        ));
         Ok(s)
     }
 
@@ -543,10 +575,9 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
 /// Validates workload flags before anything starts. A managed server's
 /// socket is not known yet, so they are checked against a placeholder
 /// endpoint (nothing connects to it).
-pub fn check_workload(args: &workload::cli::WorkloadArgs) -> Result<()> {
+pub fn check_workload(args: &workload::cli::WorkloadArgs) -> Result<Config> {
     if args.conn.any_given() {
-        workload::run::config(args)?;
-        return Ok(());
+        return Ok(workload::run::config(args)?.0);
     }
     let mut wa = args.clone();
     wa.conn = ConnArgs {
@@ -555,8 +586,15 @@ pub fn check_workload(args: &workload::cli::WorkloadArgs) -> Result<()> {
         user: Some("root".into()),
         ..Default::default()
     };
-    workload::run::config(&wa)?;
-    Ok(())
+    Ok(workload::run::config(&wa)?.0)
+}
+
+/// What the server must take for runs of these configs.
+pub fn shape_of<'a>(cfgs: impl IntoIterator<Item = &'a Config>) -> Shape {
+    cfgs.into_iter().fold(Shape::default(), |s, c| Shape {
+        clients: s.clients.max(c.peak_connections().saturating_sub(1) as u32),
+        warehouses: s.warehouses.max(c.tpcc.as_ref().map(|t| t.warehouses)),
+    })
 }
 
 /// The main command.
@@ -565,10 +603,18 @@ pub fn run(args: crate::cli::RunArgs) -> Result<()> {
     rt.block_on(async {
         let stop = Stop::install()?;
         let ph = Phases::new(args.probes.verbose);
-        check_workload(&args.workload)?;
+        let shape = shape_of([&check_workload(&args.workload)?]);
         let mut wa = args.workload.clone();
         let mut sink = crate::report::run_sinks(args.workload.json, args.output.csv.as_deref())?;
-        let mut stage = setup(&args.server, &args.probes, &args.workload.conn, &stop, &ph).await?;
+        let mut stage = setup(
+            &args.server,
+            &args.probes,
+            &args.workload.conn,
+            shape,
+            &stop,
+            &ph,
+        )
+        .await?;
         wa.conn = stage.conn.clone();
         let (cfg, interval, duration) = workload::run::config(&wa)?;
         let m = Measure {

@@ -112,6 +112,11 @@ pub fn run(args: StudyArgs) -> Result<()> {
             &args.stage.server,
             &args.stage.probes,
             &args.stage.conn,
+            crate::server::sizing::Shape {
+                // Each scenario's clients, plus the schema connection.
+                clients: ROWS.iter().map(|r| r.threads).max().unwrap_or(1) + 1,
+                warehouses: None,
+            },
             &stop,
             &ph,
         )

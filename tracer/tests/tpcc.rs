@@ -161,3 +161,81 @@ fn interrupted_load_is_marked_incomplete_and_reloaded() {
     assert!(tpmc(&text) > 0.0);
     run_ok(commitscope().arg("check").args(db).args(&conn));
 }
+
+#[test]
+fn interrupted_load_resumes_at_the_first_unfinished_warehouse() {
+    let Some(bin) = testkit::system_mariadbd() else {
+        testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
+        return;
+    };
+    let srv = Server::start(&bin, None, &["--innodb-buffer-pool-size=512M"])
+        .unwrap_or_else(|e| panic!("start server: {e}"));
+    let flags = srv.client_flags();
+    let conn: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let db = ["--workload", "tpcc", "--database", "tpcc_res", "-w", "3"];
+    let child = commitscope()
+        .arg("load")
+        .args(db)
+        .args(&conn)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupt as soon as the first warehouse is recorded as loaded.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let n = srv
+            .query("SELECT COUNT(*) FROM tpcc_res._commitscope_tpcc_done WHERE w > 0")
+            .unwrap_or_default();
+        if n.trim().parse::<u64>().unwrap_or(0) > 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no warehouse was ever recorded as loaded"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let kept: u32 = one(
+        &srv,
+        "SELECT COUNT(*) FROM tpcc_res._commitscope_tpcc_done WHERE w > 0",
+    )
+    .parse()
+    .unwrap();
+    assert!((1..3).contains(&kept), "{kept} warehouses recorded: {err}");
+
+    // The next load continues: says how many it keeps, and ends exact.
+    let (text, err) = run_ok(commitscope().arg("load").args(db).args(&conn));
+    assert!(
+        err.contains(&format!("resuming: {kept} of 3 warehouses already loaded")),
+        "{err}"
+    );
+    let ol = one(&srv, "SELECT SUM(o_ol_cnt) FROM tpcc_res.orders");
+    for (table, rows) in [
+        ("warehouse", "3"),
+        ("district", "30"),
+        ("customer", "90000"),
+        ("history", "90000"),
+        ("orders", "90000"),
+        ("new_orders", "27000"),
+        ("item", "100000"),
+        ("stock", "300000"),
+        ("order_line", ol.as_str()),
+    ] {
+        assert_eq!(
+            one(&srv, &format!("SELECT COUNT(*) FROM tpcc_res.{table}")),
+            rows,
+            "{table}: {text}"
+        );
+    }
+    assert_eq!(
+        one(&srv, "SELECT complete FROM tpcc_res._commitscope_tpcc"),
+        "1"
+    );
+    run_ok(commitscope().arg("check").args(db).args(&conn));
+}

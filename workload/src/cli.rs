@@ -77,6 +77,12 @@ pub struct TpccFlags {
     /// tpcc: connections loading at once (default: 2 x cores, at most 2 per warehouse + 1).
     #[arg(long, value_name = "N")]
     pub load_parallel: Option<usize>,
+    /// tpcc: how the load sends rows: LOAD DATA LOCAL INFILE streamed from memory, or multi-row INSERTs.
+    #[arg(long, value_enum, default_value_t = crate::tpcc::load::LoadMethod::Auto)]
+    pub load_method: crate::tpcc::load::LoadMethod,
+    /// tpcc: keep the load's rows in the binlog (default: sql_log_bin=0 for the loader's sessions).
+    #[arg(long)]
+    pub load_binlog: bool,
 }
 
 impl TpccArgs {
@@ -87,6 +93,8 @@ impl TpccArgs {
             delivery_single_commit: self.flags.delivery_single_commit,
             think: self.flags.think,
             load_parallel: self.flags.load_parallel,
+            load_method: self.flags.load_method,
+            load_binlog: self.flags.load_binlog,
         }
     }
 }

@@ -34,8 +34,11 @@ pub enum Error {
         detail: String,
     },
 
-    #[error("the TPC-C load was interrupted; the database is marked incomplete and the next run reloads it")]
+    #[error("the TPC-C load was interrupted; the database is marked incomplete and the next load or run resumes it at the first unfinished warehouse")]
     LoadInterrupted,
+
+    #[error("too few connections: {detail}; raise it first, e.g. `{fix}`, or run fewer --threads")]
+    TooFewConnections { detail: String, fix: String },
 
     #[error("{0}")]
     Runtime(String),

@@ -1,6 +1,7 @@
 //! commitscope's built-in workloads: the group-commit study's scenarios on
 //! mysql_async, with per-interval statistics. Knows nothing of eBPF: the
 //! tracer lines its probe counts up with [`engine::Sampler::sample`] ticks.
+pub mod capacity;
 pub mod cli;
 pub mod conn;
 pub mod driver;

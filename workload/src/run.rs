@@ -68,9 +68,22 @@ pub fn config(args: &WorkloadArgs) -> Result<(Config, Duration, Option<Duration>
 
 /// Creates/reuses the marked database and the scenario's table.
 pub async fn prepare(cfg: &Config, reset: bool) -> Result<()> {
+    crate::capacity::raise_nofile(crate::capacity::client_fds(cfg.peak_connections()))?;
     let mut c = conn::connect(&cfg.endpoint, None).await?;
+    // Before any client connects: the connection asking is counted in use.
+    crate::capacity::Capacity::read(&mut c)
+        .await?
+        .check(cfg.peak_connections().saturating_sub(1))?;
     let rows = schema::rows_needed(cfg.threads, cfg.rows_per_thread);
-    schema::prepare(&mut c, &cfg.database, cfg.scenario, rows, reset).await?;
+    schema::prepare(
+        &mut c,
+        &cfg.database,
+        cfg.scenario,
+        rows,
+        reset,
+        cfg.total_rows.is_some(),
+    )
+    .await?;
     let _ = c.disconnect().await;
     if let Some(s) = &cfg.tpcc {
         crate::tpcc::prepare::ensure_loaded(cfg, s, false).await?;

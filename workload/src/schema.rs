@@ -72,13 +72,16 @@ pub async fn state(conn: &mut Conn, db: &str) -> Result<State> {
 }
 
 /// Makes the database ready for `scenario`: creates (or, with `reset`,
-/// recreates) a marked database and the scenario's table.
+/// recreates) a marked database and the scenario's table. `empty`: the
+/// insert table starts empty (`--total-rows`: the table then holds exactly
+/// the run's rows, and every run inserts into the same empty table).
 pub async fn prepare(
     conn: &mut Conn,
     db: &str,
     scenario: Scenario,
     table_rows: u32,
     reset: bool,
+    empty: bool,
 ) -> Result<()> {
     check_name(db)?;
     match state(conn, db).await? {
@@ -132,6 +135,11 @@ pub async fn prepare(
             )
             .await
             .map_err(sql_err("creating table test_load"))?;
+            if empty {
+                conn.query_drop("TRUNCATE TABLE test_load")
+                    .await
+                    .map_err(sql_err("emptying table test_load"))?;
+            }
         }
     }
     Ok(())

@@ -86,6 +86,10 @@ pub struct Summary {
     /// For `--total-rows`: rows inserted and the wall time it took.
     pub rows_done: Option<u64>,
     pub rows_elapsed_s: Option<f64>,
+    /// Commits of each client over the whole run (warmup included), in
+    /// client order: shows a client starved at thousands of clients.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub client_commits: Vec<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tpcc: Option<crate::tpcc::report::TpccSummary>,
 }

@@ -84,6 +84,9 @@ pub struct RunHeader {
     pub legend: Option<Legend>,
     /// `--server-option`s of a managed server.
     pub options: Vec<String>,
+    /// The limits a managed server was sized to (None: the user's server).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sizing: Option<crate::server::sizing::Sizing>,
 }
 
 /// The end of a main-command run, over the measured window.
@@ -96,6 +99,8 @@ pub struct RunSummary {
     pub commits_per_flush: Option<f64>,
     /// The server's own counters beside ours.
     pub checks: Vec<Check>,
+    /// commitscope's own peak resident memory (clients, histograms, maps).
+    pub peak_rss_bytes: u64,
 }
 
 impl RunSummary {
@@ -112,6 +117,7 @@ impl RunSummary {
             trace,
             commits_per_flush,
             checks,
+            peak_rss_bytes: workload::capacity::peak_rss_bytes(),
         }
     }
 }

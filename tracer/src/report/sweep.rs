@@ -150,15 +150,31 @@ impl<'a> Grid<'a> {
 /// tpmC per connections x innodb_flush_log_at_trx_commit.
 pub fn markdown(meta: &Meta, g: &Grid) -> String {
     let mut s = String::new();
-    let _ = write!(
-        s,
-        "{} workload, {} s measured after {} s warmup per cell",
-        meta.workload, meta.duration_s, meta.warmup_s,
-    );
+    match meta.total_rows {
+        Some(n) => {
+            let _ = write!(s, "{} workload, {n} rows per cell", meta.workload);
+        }
+        None => {
+            let _ = write!(
+                s,
+                "{} workload, {} s measured after {} s warmup per cell",
+                meta.workload, meta.duration_s, meta.warmup_s,
+            );
+        }
+    }
     if !g.constant.is_empty() {
         let _ = write!(s, ", {} in every cell", g.constant);
     }
-    let _ = writeln!(s, "; each cell: {} (commits per redo flush)\n", g.unit());
+    let _ = writeln!(
+        s,
+        "; each cell: {} (commits per redo flush){}\n",
+        g.unit(),
+        if meta.total_rows.is_some() {
+            " and the seconds its rows took"
+        } else {
+            ""
+        }
+    );
     let lead = if g.many_warehouses {
         "| warehouses | threads |"
     } else {
@@ -189,10 +205,12 @@ pub fn markdown(meta: &Meta, g: &Grid) -> String {
         for ci in 0..g.columns.len() {
             let text = match g.get(row, ci) {
                 Some(r) => format!(
-                    "{:.1} ({})",
+                    "{:.1} ({}){}",
                     g.throughput(r),
                     r.commits_per_flush
-                        .map_or_else(|| "-".into(), |c| format!("{c:.2}"))
+                        .map_or_else(|| "-".into(), |c| format!("{c:.2}")),
+                    r.rows_elapsed_s
+                        .map_or_else(String::new, |e| format!(" {e:.2} s"))
                 ),
                 None => "-".into(),
             };
@@ -203,7 +221,7 @@ pub fn markdown(meta: &Meta, g: &Grid) -> String {
     s
 }
 
-const CSV_HEADER: &str = "workload,warehouses,threads,settings,tps,tpmc,commits,commits_per_flush,n_write,n_flush,write_per_flush,redo_fsync,redo_fsync_p99_us,latency_p50_us,latency_p99_us,errors,measured_s,key";
+const CSV_HEADER: &str = "workload,warehouses,threads,settings,tps,tpmc,commits,commits_per_flush,n_write,n_flush,write_per_flush,redo_fsync,redo_fsync_p99_us,latency_p50_us,latency_p99_us,errors,measured_s,rows,rows_elapsed_s,key";
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
@@ -219,7 +237,7 @@ pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
             let Some(r) = g.get(row, ci) else { continue };
             let _ = writeln!(
                 csv,
-                "{},{},{},\"{}\",{:.3},{},{},{},{},{},{},{},{},{},{},{},{:.3},\"{}\"",
+                "{},{},{},\"{}\",{:.3},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},\"{}\"",
                 meta.workload,
                 opt(r.warehouses),
                 r.threads,
@@ -237,6 +255,8 @@ pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
                 r.latency_p99_us,
                 r.errors,
                 r.measured_s,
+                opt(r.rows),
+                opt(r.rows_elapsed_s.map(|e| format!("{e:.3}"))),
                 r.key
             );
             let mut v = serde_json::to_value(r).unwrap_or_default();

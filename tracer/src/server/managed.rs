@@ -13,6 +13,7 @@ use std::{
 use super::{
     locate::{InitMethod, ServerBinary},
     options::ServerOption,
+    sizing::Sizing,
 };
 use crate::error::{Error, Result};
 
@@ -20,6 +21,8 @@ use crate::error::{Error, Result};
 const STARTUP_LIMIT: Duration = Duration::from_secs(300);
 /// How long a clean shutdown may take before the server is killed.
 const SHUTDOWN_LIMIT: Duration = Duration::from_secs(60);
+/// How long the processes of a killed group may take to be gone.
+const REAP_LIMIT: Duration = Duration::from_secs(10);
 const TMPFS_MAGIC: i64 = 0x0102_1994;
 
 #[derive(Clone, Debug)]
@@ -30,6 +33,8 @@ pub struct ManagedConfig {
     pub workdir: PathBuf,
     /// Keep the temp dir (datadir, error log) after the run.
     pub keep: bool,
+    /// Connections, file limits and buffer pool, sized to the run.
+    pub sizing: Sizing,
 }
 
 /// The private temp dir; removed on drop unless kept.
@@ -54,11 +59,24 @@ struct Group(Child);
 
 impl Drop for Group {
     fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            // SAFETY: signalling the process group we created.
-            unsafe { libc::killpg(self.0.id() as i32, libc::SIGKILL) };
-            let _ = self.0.wait();
-        }
+        let pgid = self.0.id();
+        // The script may be gone while its grandchild still runs: kill the
+        // group whatever the child's state, then wait for all of it.
+        // SAFETY: signalling the process group we created.
+        unsafe { libc::killpg(pgid as i32, libc::SIGKILL) };
+        let _ = self.0.wait();
+        reap_group(pgid);
+    }
+}
+
+/// Waits until group `pgid` is gone; says so when it would not go.
+fn reap_group(pgid: u32) {
+    let left = super::process::wait_group_gone(pgid, REAP_LIMIT);
+    if !left.is_empty() {
+        eprintln!(
+            "commitscope: warning: processes {left:?} of the server's group were still exiting after {} s",
+            REAP_LIMIT.as_secs()
+        );
     }
 }
 
@@ -71,18 +89,6 @@ pub struct Managed {
     child: Option<Child>,
     // Declared last: dropped after the server is stopped.
     dir: WorkDir,
-}
-
-/// RAM / 4, at most 1 GiB: the buffer pool of the managed server.
-pub fn buffer_pool_bytes() -> u64 {
-    // SAFETY: sysinfo fills the zeroed struct we pass.
-    let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
-    let ram = if unsafe { libc::sysinfo(&mut si) } == 0 {
-        si.totalram as u64 * u64::from(si.mem_unit)
-    } else {
-        0
-    };
-    (ram / 4).clamp(128 << 20, 1 << 30)
 }
 
 /// True when `dir` is on tmpfs, where fsync costs nothing.
@@ -271,7 +277,7 @@ impl Managed {
             .arg(format!("--log-error={}", self.log.display()))
             .arg(format!("--tmpdir={}", self.tmp.display()))
             .arg("--skip-networking")
-            .arg(format!("--innodb-buffer-pool-size={}", buffer_pool_bytes()))
+            .args(self.cfg.sizing.args())
             .args(self.cfg.options.iter().map(ServerOption::arg))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -360,8 +366,10 @@ impl Managed {
         // SAFETY: signalling our own child by pid.
         unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
         let deadline = t0 + SHUTDOWN_LIMIT;
+        let pgid = c.id();
         while Instant::now() < deadline {
             if let Ok(Some(_)) = c.try_wait() {
+                reap_group(pgid);
                 return Some(t0.elapsed());
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -370,8 +378,10 @@ impl Managed {
             "commitscope: the server did not shut down in {} s: killed",
             SHUTDOWN_LIMIT.as_secs()
         );
-        let _ = c.kill();
+        // SAFETY: signalling the process group we created.
+        unsafe { libc::killpg(pgid as i32, libc::SIGKILL) };
         let _ = c.wait();
+        reap_group(pgid);
         Some(t0.elapsed())
     }
 }
@@ -411,6 +421,7 @@ mod tests {
             options: vec![],
             workdir: dir.path().into(),
             keep: false,
+            sizing: Sizing::for_machine(Default::default(), &[]),
         })
         .unwrap();
         fs::write(&m.log, "0 [Note] old\n").unwrap();
@@ -421,11 +432,5 @@ mod tests {
             ["option 'innodb-log-file-size': unsigned value 1 adjusted to 4194304"]
         );
         assert!(m.option_warnings_since(m.log_len()).is_empty());
-    }
-
-    #[test]
-    fn buffer_pool_is_bounded() {
-        let b = buffer_pool_bytes();
-        assert!((128 << 20..=1 << 30).contains(&b), "{b}");
     }
 }

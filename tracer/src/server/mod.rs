@@ -5,4 +5,5 @@ pub mod locate;
 pub mod managed;
 pub mod options;
 pub mod process;
+pub mod sizing;
 pub mod status;

@@ -35,6 +35,44 @@ pub fn alive(pid: u32) -> bool {
     }
 }
 
+/// The live (not zombie) processes of process group `pgid`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                // After the parenthesised comm: state, ppid, pgrp, ...
+                let mut f = stat
+                    .rsplit_once(')')
+                    .map_or("", |(_, r)| r)
+                    .split_whitespace();
+                let state = f.next();
+                let pgrp = f.nth(1).and_then(|g| g.parse::<u32>().ok());
+                pgrp == Some(pgid) && !matches!(state, Some("Z") | Some("X"))
+            })
+        })
+        .collect()
+}
+
+/// Waits (at most `limit`) until no live process of group `pgid` is left.
+/// Killing a group only sends the signal: a large server may take a while
+/// to exit, and a grandchild (the bootstrap server of
+/// `mariadb-install-db`) is not reaped by our `wait`. Returning before they
+/// are gone would leave a process behind and race the temp dir's removal.
+/// Returns the pids still there when the limit ran out.
+pub fn wait_group_gone(pgid: u32, limit: std::time::Duration) -> Vec<u32> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let left = group_members(pgid);
+        if left.is_empty() || std::time::Instant::now() >= deadline {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// The single running process whose executable is `exe`.
 pub fn pid_of(exe: &Path) -> Result<u32> {
     let want = std::fs::canonicalize(exe).map_err(|source| Error::Read {
@@ -66,5 +104,33 @@ pub fn pid_of(exe: &Path) -> Result<u32> {
                 .collect::<Vec<_>>()
                 .join(", "),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn a_killed_group_is_waited_for_to_the_last_grandchild() {
+        // A shell whose grandchild outlives it unless the group is killed.
+        let mut c = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30 & wait"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = c.id();
+        let t0 = std::time::Instant::now();
+        while group_members(pgid).len() < 3 {
+            assert!(t0.elapsed().as_secs() < 10, "the group never formed");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // SAFETY: signalling the group we created.
+        unsafe { libc::killpg(pgid as i32, libc::SIGKILL) };
+        let _ = c.wait();
+        let left = wait_group_gone(pgid, std::time::Duration::from_secs(10));
+        assert!(left.is_empty(), "still there: {left:?}");
+        assert!(group_members(pgid).is_empty());
     }
 }

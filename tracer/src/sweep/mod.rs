@@ -45,7 +45,7 @@ enum Outcome {
 pub fn run(args: SweepArgs) -> Result<()> {
     use workload::run::seconds;
     seconds("--duration", args.duration, 0.01)?;
-    seconds("--warmup", args.warmup, 0.0)?;
+    seconds("--warmup", args.warmup_s(), 0.0)?;
     seconds("--interval", args.interval, 0.01)?;
     let mut spec = Spec::new(&args)?;
     let on_users_server = args.stage.conn.any_given();
@@ -65,7 +65,15 @@ pub fn run(args: SweepArgs) -> Result<()> {
     rt.block_on(async {
         let stop = Stop::install()?;
         let ph = Phases::new(args.stage.probes.verbose);
-        let mut stage = match setup(&server, &args.stage.probes, &args.stage.conn, &stop, &ph).await
+        let mut stage = match setup(
+            &server,
+            &args.stage.probes,
+            &args.stage.conn,
+            spec.shape,
+            &stop,
+            &ph,
+        )
+        .await
         {
             Ok(s) => s,
             Err(e @ (Error::ServerStart { .. } | Error::ServerInit { .. })) => {

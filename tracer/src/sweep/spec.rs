@@ -16,6 +16,8 @@ use crate::{
 
 /// The command line, checked: the lists and what every cell shares.
 pub struct Spec {
+    /// What the server must take: the largest cell's clients and warehouses.
+    pub shape: crate::server::sizing::Shape,
     pub axes: Vec<OptionAxis>,
     pub threads: Vec<u32>,
     pub warehouses: Vec<Option<u32>>,
@@ -77,25 +79,34 @@ impl Spec {
                 }
             }
         }
-        let spec = Spec {
+        if args.total_rows.is_some() && args.workload != Scenario::Insert {
+            return Err(Error::Usage(
+                "--total-rows applies to --workload insert only".into(),
+            ));
+        }
+        let mut spec = Spec {
+            shape: Default::default(),
             axes,
             threads: args.threads.clone(),
             warehouses,
             meta: Meta {
                 workload: args.workload.to_string(),
                 duration_s: args.duration,
-                warmup_s: args.warmup,
+                warmup_s: args.warmup_s(),
+                total_rows: args.total_rows,
                 workload_flags: flags.join(" "),
                 server: String::new(),
             },
         };
         // Every cell's workload flags, checked before anything starts.
+        let mut cfgs = Vec::new();
         for &t in &spec.threads {
             for &w in &spec.warehouses {
                 let wa = workload_args(args, t, w, args.stage.conn.clone());
-                crate::session::check_workload(&wa)?;
+                cfgs.push(crate::session::check_workload(&wa)?);
             }
         }
+        spec.shape = crate::session::shape_of(&cfgs);
         Ok(spec)
     }
 
@@ -121,11 +132,12 @@ pub fn workload_args(
         help: None,
         workload: args.workload,
         threads,
-        duration: Some(args.duration),
-        warmup: args.warmup,
+        // A --total-rows cell runs until its rows are in.
+        duration: args.total_rows.is_none().then_some(args.duration),
+        warmup: args.warmup_s(),
         interval: args.interval,
         rows_per_thread: args.rows_per_thread,
-        total_rows: None,
+        total_rows: args.total_rows,
         database: args.database.clone(),
         reset: false,
         json: false,

@@ -27,6 +27,9 @@ pub struct Meta {
     pub workload: String,
     pub duration_s: f64,
     pub warmup_s: f64,
+    /// insert's `--total-rows`: each cell ran until that many rows were in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_rows: Option<u64>,
     /// The workload flags beyond threads/warehouses (rows per thread, TPC-C flags).
     pub workload_flags: String,
     /// The server, as the first cell saw it (version and binary).
@@ -68,6 +71,11 @@ pub struct CellRecord {
     pub latency_p50_us: u64,
     pub latency_p99_us: u64,
     pub errors: u64,
+    /// `--total-rows`: the rows inserted and the seconds they took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_elapsed_s: Option<f64>,
     /// The full summary of the run (`RunSummary` as JSON); not read back.
     #[serde(default)]
     pub run: serde_json::Value,
@@ -105,6 +113,8 @@ impl CellRecord {
             latency_p50_us: s.workload.latency.p50_us,
             latency_p99_us: s.workload.latency.p99_us,
             errors: s.workload.errors,
+            rows: s.workload.rows_done,
+            rows_elapsed_s: s.workload.rows_elapsed_s,
             run: serde_json::to_value(s).unwrap_or_default(),
         }
     }
@@ -148,6 +158,7 @@ impl Store {
                 (old.workload != meta.workload, "--workload"),
                 (old.duration_s != meta.duration_s, "--duration"),
                 (old.warmup_s != meta.warmup_s, "--warmup"),
+                (old.total_rows != meta.total_rows, "--total-rows"),
                 (old.workload_flags != meta.workload_flags, "workload flags"),
             ];
             if let Some((_, what)) = differs.iter().find(|(d, _)| *d) {

@@ -102,7 +102,7 @@ pub async fn ready(
         .windows(2)
         .filter(|p| cells[p[0]].restart_options(&change) != cells[p[1]].restart_options(&change))
         .count();
-    let per_cell = Duration::from_secs_f64(ctx.args.duration + ctx.args.warmup + 1.0);
+    let per_cell = Duration::from_secs_f64(ctx.args.duration + ctx.args.warmup_s() + 1.0);
     let how: Vec<String> = axes
         .iter()
         .zip(&change)

@@ -39,7 +39,7 @@ pub fn load(args: &WorkloadArgs, out: &mut impl Write) -> Result<()> {
     let settings = cfg.tpcc.clone().unwrap_or_else(|| args.tpcc.settings());
     let report = runtime()?.block_on(async {
         let mut c = conn::connect(&cfg.endpoint, None).await?;
-        crate::schema::prepare(&mut c, &cfg.database, Scenario::Tpcc, 0, args.reset).await?;
+        crate::schema::prepare(&mut c, &cfg.database, Scenario::Tpcc, 0, args.reset, false).await?;
         let _ = c.disconnect().await;
         let signal = |kind| {
             tokio::signal::unix::signal(kind)

@@ -32,7 +32,8 @@ use crate::{
 const DEADLOCK: u16 = 1213;
 const LOCK_WAIT_TIMEOUT: u16 = 1205;
 
-/// One client's counters since the last sample.
+/// One lane's counters since the last sample (clients share lanes, as in
+/// [`crate::engine::lanes_for`]: five histograms per client cost ~1 MB).
 struct Slot {
     counts: [KindTotals; 5],
     hists: [Histogram<u64>; 5],
@@ -143,7 +144,9 @@ impl Driver {
             .map(|_| open(&cfg))
             .collect::<Result<Vec<_>>>()?;
         let shared = Arc::new(Shared {
-            slots: (0..cfg.threads).map(|_| Mutex::new(Slot::new())).collect(),
+            slots: (0..crate::engine::lanes_for(cfg.threads))
+                .map(|_| Mutex::new(Slot::new()))
+                .collect(),
             stop: AtomicBool::new(false),
             errors_by_code: Mutex::new(BTreeMap::new()),
         });
@@ -275,6 +278,7 @@ impl Driver {
             errors_by_code,
             rows_done: None,
             rows_elapsed_s: None,
+            client_commits: Vec::new(),
             tpcc: Some(tpcc),
         };
         let _ = self.control.query_drop("DO 0");
@@ -352,7 +356,7 @@ fn client(
             }
         };
         let us = t0.elapsed().as_micros().max(1) as u64;
-        if let Ok(mut slot) = shared.slots[w].lock() {
+        if let Ok(mut slot) = shared.slots[w % shared.slots.len()].lock() {
             let t = &mut slot.counts[kind.index()];
             t.rt += retries;
             match outcome {

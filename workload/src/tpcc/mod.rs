@@ -4,6 +4,7 @@
 pub mod check;
 pub mod cmd;
 pub mod driver;
+pub mod gen;
 pub mod load;
 pub mod prepare;
 pub mod rand;
@@ -92,6 +93,8 @@ pub struct Settings {
     pub delivery_single_commit: bool,
     pub think: bool,
     pub load_parallel: Option<usize>,
+    pub load_method: load::LoadMethod,
+    pub load_binlog: bool,
 }
 
 impl Settings {

@@ -8,7 +8,7 @@ use std::sync::{
 use mysql::Conn;
 
 use super::{
-    load::{self, LoadOptions, LoadReport},
+    load::{self, LoadMethod, LoadOptions, LoadReport},
     schema::{self, LoadRecord},
     Settings,
 };
@@ -73,11 +73,22 @@ pub async fn ensure_loaded(cfg: &Config, s: &Settings, force: bool) -> Result<Op
         foreign_keys: s.foreign_keys,
         parallel: s.load_parallel(),
         progress: true,
+        method: s.load_method,
+        binlog: s.load_binlog,
+        // An unfinished load of the same shape is continued, never
+        // reused as it is.
+        resume: true,
     })
     .await?;
     eprintln!(
-        "tpcc: loaded {} rows in {:.1} s ({:.0} rows/s), counts checked",
-        r.rows, r.seconds, r.rows_per_s
+        "tpcc: loaded {} rows in {:.1} s ({:.0} rows/s, {}), counts checked",
+        r.loaded_rows,
+        r.seconds,
+        r.rows_per_s,
+        match r.method {
+            LoadMethod::Infile => "LOAD DATA LOCAL INFILE",
+            _ => "multi-row INSERT",
+        }
     );
     Ok(Some(r))
 }
@@ -132,6 +143,8 @@ mod tests {
             delivery_single_commit: false,
             think: false,
             load_parallel: None,
+            load_method: LoadMethod::Auto,
+            load_binlog: false,
         };
         let rec = LoadRecord {
             warehouses: 2,

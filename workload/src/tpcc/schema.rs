@@ -24,6 +24,8 @@ pub const TABLES: [&str; 9] = [
 ];
 
 pub const LOAD_RECORD: &str = "_commitscope_tpcc";
+/// The warehouses an unfinished load has finished (0: the items).
+pub const LOAD_PROGRESS: &str = "_commitscope_tpcc_done";
 
 const CREATE: [&str; 9] = [
     "CREATE TABLE warehouse (w_id smallint not null, w_name varchar(10), w_street_1 varchar(20), \
@@ -131,7 +133,7 @@ pub fn recreate(c: &mut Conn, rec: &LoadRecord) -> Result<()> {
         .map_err(sql("dropping the previous load"))?;
     let all: Vec<String> = TABLES
         .iter()
-        .chain(std::iter::once(&LOAD_RECORD))
+        .chain([&LOAD_RECORD, &LOAD_PROGRESS])
         .map(|t| format!("`{t}`"))
         .collect();
     c.query_drop(format!("DROP TABLE IF EXISTS {}", all.join(", ")))
@@ -155,6 +157,10 @@ pub fn recreate(c: &mut Conn, rec: &LoadRecord) -> Result<()> {
         ),
     )
     .map_err(sql("writing the load record"))?;
+    c.query_drop(format!(
+        "CREATE TABLE `{LOAD_PROGRESS}` (w INT NOT NULL PRIMARY KEY) ENGINE=InnoDB"
+    ))
+    .map_err(sql("creating the load progress table"))?;
     for ddl in CREATE {
         c.query_drop(ddl)
             .map_err(sql("creating the TPC-C tables"))?;
@@ -168,4 +174,96 @@ pub fn recreate(c: &mut Conn, rec: &LoadRecord) -> Result<()> {
 pub fn mark_complete(c: &mut Conn) -> Result<()> {
     c.query_drop(format!("UPDATE `{LOAD_RECORD}` SET complete = 1"))
         .map_err(sql("marking the load complete"))
+}
+
+/// The warehouses (0: the items) an unfinished load recorded as done;
+/// None when the load predates the progress table (it cannot resume).
+pub fn loaded_warehouses(c: &mut Conn) -> Result<Option<Vec<u32>>> {
+    let exists: Option<u64> = c
+        .exec_first(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+            (LOAD_PROGRESS,),
+        )
+        .map_err(sql("reading the load progress"))?;
+    if exists.unwrap_or(0) == 0 {
+        return Ok(None);
+    }
+    let done: Vec<u32> = c
+        .query(format!("SELECT w FROM `{LOAD_PROGRESS}` ORDER BY w"))
+        .map_err(sql("reading the load progress"))?;
+    Ok(Some(done))
+}
+
+/// Records a finished warehouse (0: the items).
+pub fn record_warehouse(c: &mut Conn, w: u32) -> Result<()> {
+    c.exec_drop(
+        format!("INSERT IGNORE INTO `{LOAD_PROGRESS}` (w) VALUES (?)"),
+        (w,),
+    )
+    .map_err(sql("recording a loaded warehouse"))
+}
+
+/// Each table's warehouse column, for removing a warehouse's rows.
+const WAREHOUSE_COLUMN: [(&str, &str); 8] = [
+    ("warehouse", "w_id"),
+    ("district", "d_w_id"),
+    ("customer", "c_w_id"),
+    ("history", "h_w_id"),
+    ("new_orders", "no_w_id"),
+    ("orders", "o_w_id"),
+    ("order_line", "ol_w_id"),
+    ("stock", "s_w_id"),
+];
+
+/// Removes the rows of every warehouse of `1..=w` not in `done` (an
+/// interrupted load's partial warehouses), and the items unless 0 is in
+/// `done`: the resumed load sends them again, whole.
+pub fn remove_partial(c: &mut Conn, w: u32, done: &[u32]) -> Result<()> {
+    let partial: Vec<String> = (1..=w)
+        .filter(|x| !done.contains(x))
+        .map(|x| x.to_string())
+        .collect();
+    if !partial.is_empty() {
+        let list = partial.join(",");
+        for (table, col) in WAREHOUSE_COLUMN {
+            c.query_drop(format!("DELETE FROM {table} WHERE {col} IN ({list})"))
+                .map_err(sql("removing a partial warehouse"))?;
+        }
+    }
+    if !done.contains(&0) {
+        c.query_drop("DELETE FROM item")
+            .map_err(sql("removing partial items"))?;
+    }
+    Ok(())
+}
+
+/// The index names and the foreign key names the tables already have.
+pub fn existing_keys(c: &mut Conn) -> Result<(Vec<String>, Vec<String>)> {
+    let indexes: Vec<String> = c
+        .query("SELECT DISTINCT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE()")
+        .map_err(sql("reading the indexes"))?;
+    let fks: Vec<String> = c
+        .query("SELECT CONSTRAINT_NAME FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = DATABASE() AND CONSTRAINT_TYPE = 'FOREIGN KEY'")
+        .map_err(sql("reading the foreign keys"))?;
+    Ok((indexes, fks))
+}
+
+/// True when `ddl` (one of [`INDEXES`] / [`FOREIGN_KEYS`]) adds `name`.
+pub fn ddl_names(ddl: &str, name: &str) -> bool {
+    ddl.contains(&format!("ADD INDEX {name} ")) || ddl.contains(&format!("ADD CONSTRAINT {name} "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ddl_is_matched_by_its_name() {
+        assert!(ddl_names(INDEXES[0], "idx_customer"));
+        assert!(!ddl_names(INDEXES[0], "idx_orders"));
+        assert!(ddl_names(FOREIGN_KEYS[7], "fkey_order_line_2"));
+        // An index and a foreign key share this name: each list is
+        // matched against its own kind (load::finish).
+        assert!(ddl_names(INDEXES[3], "fkey_order_line_2"));
+    }
 }
