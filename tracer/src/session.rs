@@ -505,7 +505,7 @@ impl Stage {
         sink.summary(&self.header, &s);
         ph.note(format_args!(
             "commitscope's own peak RSS {:.1} MiB ({} clients)",
-            s.peak_rss_bytes as f64 / (1 << 20) as f64,
+            s.workload.peak_rss_bytes as f64 / (1 << 20) as f64,
             m.cfg.threads
         ));
         Ok(s)

@@ -58,7 +58,7 @@ fn managed_clients(threads: u32, seconds: &str) {
     );
     assert_eq!(s["workload"]["errors"], 0, "{s}");
     assert!(err.contains("commitscope's own peak RSS"), "{err}");
-    assert!(s["peak_rss_bytes"].as_u64().unwrap() > 0);
+    assert!(s["workload"]["peak_rss_bytes"].as_u64().unwrap() > 0);
     assert_clean(wd.path());
 }
 

@@ -642,6 +642,7 @@ impl Engine {
                 .iter()
                 .map(|c| c.load(Ordering::Relaxed))
                 .collect(),
+            peak_rss_bytes: crate::capacity::peak_rss_bytes(),
             tpcc: None,
         };
         Ok((last, summary))

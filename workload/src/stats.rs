@@ -90,6 +90,9 @@ pub struct Summary {
     /// client order: shows a client starved at thousands of clients.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub client_commits: Vec<u64>,
+    /// This process's peak resident memory at the end of the run: clients,
+    /// histograms (and, traced, the probes' maps).
+    pub peak_rss_bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tpcc: Option<crate::tpcc::report::TpccSummary>,
 }

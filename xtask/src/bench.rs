@@ -71,6 +71,10 @@ pub enum Which {
         /// Load pairs (ours, then the dump replay).
         #[arg(long, default_value_t = 3)]
         pairs: u32,
+        /// Only the load: LOAD DATA vs multi-row INSERT vs the dump
+        /// replay, alternating on one server.
+        #[arg(long)]
+        load_only: bool,
     },
 }
 
@@ -89,6 +93,15 @@ pub fn run(which: Which) -> anyhow::Result<()> {
             seconds,
             warmup,
             pairs,
+            load_only: true,
+        } => crate::bench_tpcc::load_only(&commitscope_release()?, warehouses, pairs),
+        Which::Tpcc {
+            warehouses,
+            threads,
+            seconds,
+            warmup,
+            pairs,
+            load_only: false,
         } => crate::bench_tpcc::tpcc(
             &commitscope_release()?,
             warehouses,
@@ -197,6 +210,8 @@ struct Run {
     tps: f64,
     cpu_s: f64,
     txns: f64,
+    /// Peak RSS of the client, where it says (ours does, in its summary).
+    rss_mib: f64,
 }
 
 impl Run {
@@ -219,7 +234,13 @@ fn measured(cmd: &mut Command, parse: impl Fn(&str) -> Option<(f64, f64)>) -> an
     }
     let (tps, txns) =
         parse(&text).with_context(|| format!("cannot parse the output of {cmd:?}: {text}"))?;
-    Ok(Run { tps, cpu_s, txns })
+    let rss_mib = json_field(&text, "peak_rss_bytes").map_or(f64::NAN, |b| b / (1 << 20) as f64);
+    Ok(Run {
+        tps,
+        cpu_s,
+        txns,
+        rss_mib,
+    })
 }
 
 /// sysbench: "    transactions:  123456 (6172.80 per sec.)"
@@ -234,23 +255,33 @@ fn parse_sysbench(text: &str) -> Option<(f64, f64)> {
 }
 
 /// commitscope workload --json: the last line is the summary.
-fn parse_ours(text: &str) -> Option<(f64, f64)> {
+/// A number field of our JSON summary line.
+fn json_field(text: &str, name: &str) -> Option<f64> {
     let last = text
         .lines()
         .rev()
         .find(|l| l.contains("\"type\":\"summary\""))?;
-    let field = |name: &str| -> Option<f64> {
-        let rest = last.split(&format!("\"{name}\":")).nth(1)?;
-        rest.split([',', '}']).next()?.parse().ok()
-    };
-    Some((field("mean_tps")?, field("total_txns")?))
+    let rest = last.split(&format!("\"{name}\":")).nth(1)?;
+    rest.split([',', '}']).next()?.parse().ok()
+}
+
+fn parse_ours(text: &str) -> Option<(f64, f64)> {
+    Some((
+        json_field(text, "mean_tps")?,
+        json_field(text, "total_txns")?,
+    ))
 }
 
 pub fn workload(threads: &[u32], pairs: u32, seconds: u32, rows: u32) -> anyhow::Result<()> {
     let cs = commitscope_release()?;
     let bin = testkit::system_mariadbd().context("no /usr/sbin/mariadbd (mariadb-server)")?;
     eprintln!("bench: starting a throwaway {}", bin.display());
-    let server = testkit::Server::start(&bin, None, &[]).map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Room for the largest client count (the managed server's rule).
+    let most = threads.iter().copied().max().unwrap_or(1);
+    let max_conn = format!("--max-connections={}", (most + 20).max(151));
+    let files = format!("--open-files-limit={}", most + 5000);
+    let server = testkit::Server::start(&bin, None, &[max_conn.as_str(), files.as_str()])
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let sock = server.socket.display().to_string();
     server
         .query("CREATE DATABASE sbtest")
@@ -306,15 +337,16 @@ pub fn workload(threads: &[u32], pairs: u32, seconds: u32, rows: u32) -> anyhow:
             med(&b, |r| r.tps),
             med(&a, Run::cpu_ms_per_1k),
             med(&b, Run::cpu_ms_per_1k),
+            med(&a, |r| r.rss_mib),
         ));
     }
     drop(server);
     println!("\nupdate workload vs sysbench oltp_update_non_index, {rows} rows, {pairs} alternating pairs x {seconds} s (medians)");
-    println!("| threads | ours tps | sysbench tps | ratio | ours CPU ms/1k txn | sysbench CPU ms/1k txn | CPU ratio |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
-    for (t, a, b, ca, cb) in table {
+    println!("| threads | ours tps | sysbench tps | ratio | ours CPU ms/1k txn | sysbench CPU ms/1k txn | CPU ratio | ours RSS MiB |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (t, a, b, ca, cb, rss) in table {
         println!(
-            "| {t} | {a:.0} | {b:.0} | {:.3} | {ca:.1} | {cb:.1} | {:.2} |",
+            "| {t} | {a:.0} | {b:.0} | {:.3} | {ca:.1} | {cb:.1} | {:.2} | {rss:.1} |",
             a / b,
             ca / cb
         );

@@ -125,17 +125,7 @@ pub fn tpcc(
             peer[peer.len() - 1]
         );
     }
-    let med = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        if n.is_multiple_of(2) {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        } else {
-            v[n / 2]
-        }
-    };
-    let (o, p) = (med(&ours), med(&peer));
+    let (o, p) = (median(&ours), median(&peer));
 
     println!("TPC-C, W={w}, Debian's mariadbd, {} cores", cores());
     println!(
@@ -191,6 +181,105 @@ pub fn tpcc(
     }
     drop(server);
     Ok(())
+}
+
+/// `bench tpcc --load-only`: on one throwaway server (the managed
+/// server's buffer pool), alternating: ours with LOAD DATA LOCAL INFILE,
+/// ours with multi-row INSERTs (the loader before LOAD DATA), and the stock
+/// `mariadb` client replaying a `mariadb-dump` of the same rows. Medians.
+pub fn load_only(cs: &Path, warehouses: u32, pairs: u32) -> anyhow::Result<()> {
+    let w = warehouses.to_string();
+    let bin = testkit::system_mariadbd().context("no /usr/sbin/mariadbd (mariadb-server)")?;
+    let server = testkit::Server::start(&bin, None, &["--innodb-buffer-pool-size=1G"])
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let flags = server.client_flags();
+    let dump = tempfile::NamedTempFile::new_in("/var/tmp")?;
+    let load = |method: &str| -> anyhow::Result<(f64, u64)> {
+        let out = output(
+            Command::new(cs)
+                .args(["load", "--workload", "tpcc", "-w", &w, "--database", DB])
+                .args(["--load-method", method, "--json"])
+                .args(&flags),
+        )?;
+        let r = json_lines(&out)
+            .pop()
+            .context("no JSON from commitscope load")?;
+        Ok((
+            r["seconds"].as_f64().context("load seconds")?,
+            r["rows"].as_u64().unwrap_or(0),
+        ))
+    };
+    let (mut infile, mut insert, mut peer, mut rows) = (Vec::new(), Vec::new(), Vec::new(), 0u64);
+    for pair in 0..pairs.max(1) {
+        let (a, n) = load("infile")?;
+        let (b, _) = load("insert")?;
+        rows = n;
+        if pair == 0 {
+            let f = std::fs::File::create(dump.path())?;
+            status(
+                Command::new("mariadb-dump")
+                    .arg("--no-defaults")
+                    .arg(format!("--socket={}", server.socket.display()))
+                    .args(["-uroot", DB])
+                    .args(workload::tpcc::schema::TABLES)
+                    .stdout(f),
+            )?;
+        }
+        status(mariadb(&server).args([
+            "-e",
+            &format!("DROP DATABASE IF EXISTS {PEER_DB}; CREATE DATABASE {PEER_DB}"),
+        ]))?;
+        let t0 = Instant::now();
+        status(
+            mariadb(&server)
+                .arg(PEER_DB)
+                .stdin(std::fs::File::open(dump.path())?),
+        )?;
+        let c = t0.elapsed().as_secs_f64();
+        eprintln!(
+            "bench: load pair {}: LOAD DATA {a:.2} s, INSERT {b:.2} s, dump replay {c:.2} s",
+            pair + 1
+        );
+        infile.push(a);
+        insert.push(b);
+        peer.push(c);
+    }
+    drop(server);
+    let (a, b, c) = (median(&infile), median(&insert), median(&peer));
+    let r = rows as f64;
+    println!(
+        "TPC-C load, W={w} ({rows} rows), Debian's mariadbd, {} cores, median of {} alternating runs",
+        cores(),
+        infile.len()
+    );
+    println!("| loader | seconds | rows/s | vs INSERT |");
+    println!("|---|---:|---:|---:|");
+    println!(
+        "| ours, LOAD DATA LOCAL INFILE (chosen) | {a:.2} | {:.0} | {:.2} |",
+        r / a,
+        b / a
+    );
+    println!("| ours, multi-row INSERT | {b:.2} | {:.0} | 1.00 |", r / b);
+    println!(
+        "| mariadb client replaying a mariadb-dump (peer) | {c:.2} | {:.0} | {:.2} |",
+        r / c,
+        b / c
+    );
+    Ok(())
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n.is_multiple_of(2) {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    } else {
+        v[n / 2]
+    }
 }
 
 fn cores() -> usize {

@@ -99,8 +99,6 @@ pub struct RunSummary {
     pub commits_per_flush: Option<f64>,
     /// The server's own counters beside ours.
     pub checks: Vec<Check>,
-    /// commitscope's own peak resident memory (clients, histograms, maps).
-    pub peak_rss_bytes: u64,
 }
 
 impl RunSummary {
@@ -117,7 +115,6 @@ impl RunSummary {
             trace,
             commits_per_flush,
             checks,
-            peak_rss_bytes: workload::capacity::peak_rss_bytes(),
         }
     }
 }

@@ -279,6 +279,7 @@ impl Driver {
             rows_done: None,
             rows_elapsed_s: None,
             client_commits: Vec::new(),
+            peak_rss_bytes: crate::capacity::peak_rss_bytes(),
             tpcc: Some(tpcc),
         };
         let _ = self.control.query_drop("DO 0");
