@@ -89,11 +89,9 @@ pub fn run(which: Which) -> anyhow::Result<()> {
         Which::FirstLine { runs } => first_line(runs),
         Which::Tpcc {
             warehouses,
-            threads,
-            seconds,
-            warmup,
             pairs,
             load_only: true,
+            ..
         } => crate::bench_tpcc::load_only(&commitscope_release()?, warehouses, pairs),
         Which::Tpcc {
             warehouses,
