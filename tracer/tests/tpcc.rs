@@ -89,6 +89,31 @@ fn one(s: &Server, sql: &str) -> String {
         .to_string()
 }
 
+/// Starts `commitscope load`, sends SIGINT once `count` (a query) is
+/// above 0, and returns how it ended.
+fn interrupt_load(srv: &Server, db: &[&str], conn: &[&str], count: &str) -> std::process::Output {
+    let child = commitscope()
+        .arg("load")
+        .args(db)
+        .args(conn)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let n = srv.query(count).unwrap_or_default();
+        if n.trim().parse::<u64>().unwrap_or(0) > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never true: {count}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    child.wait_with_output().unwrap()
+}
+
 #[test]
 fn interrupted_load_is_marked_incomplete_and_reloaded() {
     let Some(bin) = testkit::system_mariadbd() else {
@@ -99,29 +124,8 @@ fn interrupted_load_is_marked_incomplete_and_reloaded() {
     let flags = srv.client_flags();
     let conn: Vec<&str> = flags.iter().map(String::as_str).collect();
     let db = ["--workload", "tpcc", "--database", "tpcc_int", "-w", "2"];
-    let child = commitscope()
-        .arg("load")
-        .args(db)
-        .args(&conn)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     // Interrupt once rows are going in.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let n = srv
-            .query("SELECT COUNT(*) FROM tpcc_int.order_line")
-            .unwrap_or_default();
-        if n.trim().parse::<u64>().unwrap_or(0) > 0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the load never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
+    let out = interrupt_load(&srv, &db, &conn, "SELECT COUNT(*) FROM tpcc_int.order_line");
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(130), "{err}");
     let last = err.lines().last().unwrap_or_default();
@@ -173,32 +177,13 @@ fn interrupted_load_resumes_at_the_first_unfinished_warehouse() {
     let flags = srv.client_flags();
     let conn: Vec<&str> = flags.iter().map(String::as_str).collect();
     let db = ["--workload", "tpcc", "--database", "tpcc_res", "-w", "3"];
-    let child = commitscope()
-        .arg("load")
-        .args(db)
-        .args(&conn)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     // Interrupt as soon as the first warehouse is recorded as loaded.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let n = srv
-            .query("SELECT COUNT(*) FROM tpcc_res._commitscope_tpcc_done WHERE w > 0")
-            .unwrap_or_default();
-        if n.trim().parse::<u64>().unwrap_or(0) > 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no warehouse was ever recorded as loaded"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
+    let out = interrupt_load(
+        &srv,
+        &db,
+        &conn,
+        "SELECT COUNT(*) FROM tpcc_res._commitscope_tpcc_done WHERE w > 0",
+    );
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(130), "{err}");
     let kept: u32 = one(

@@ -97,27 +97,9 @@ pub fn tpcc(
         rows = r["rows"].as_u64().unwrap_or(0);
         ours.push(secs);
         if pair == 0 {
-            let f = std::fs::File::create(dump.path())?;
-            status(
-                Command::new("mariadb-dump")
-                    .arg("--no-defaults")
-                    .arg(format!("--socket={}", server.socket.display()))
-                    .args(["-uroot", DB])
-                    .args(workload::tpcc::schema::TABLES)
-                    .stdout(f),
-            )?;
+            dump_ours(&server, dump.path())?;
         }
-        status(mariadb(&server).args([
-            "-e",
-            &format!("DROP DATABASE IF EXISTS {PEER_DB}; CREATE DATABASE {PEER_DB}"),
-        ]))?;
-        let t0 = Instant::now();
-        status(
-            mariadb(&server)
-                .arg(PEER_DB)
-                .stdin(std::fs::File::open(dump.path())?),
-        )?;
-        peer.push(t0.elapsed().as_secs_f64());
+        peer.push(replay(&server, dump.path())?);
         eprintln!(
             "bench: load pair {}: ours {:.2} s, dump replay {:.2} s",
             pair + 1,
@@ -215,27 +197,9 @@ pub fn load_only(cs: &Path, warehouses: u32, pairs: u32) -> anyhow::Result<()> {
         let (b, _) = load("insert")?;
         rows = n;
         if pair == 0 {
-            let f = std::fs::File::create(dump.path())?;
-            status(
-                Command::new("mariadb-dump")
-                    .arg("--no-defaults")
-                    .arg(format!("--socket={}", server.socket.display()))
-                    .args(["-uroot", DB])
-                    .args(workload::tpcc::schema::TABLES)
-                    .stdout(f),
-            )?;
+            dump_ours(&server, dump.path())?;
         }
-        status(mariadb(&server).args([
-            "-e",
-            &format!("DROP DATABASE IF EXISTS {PEER_DB}; CREATE DATABASE {PEER_DB}"),
-        ]))?;
-        let t0 = Instant::now();
-        status(
-            mariadb(&server)
-                .arg(PEER_DB)
-                .stdin(std::fs::File::open(dump.path())?),
-        )?;
-        let c = t0.elapsed().as_secs_f64();
+        let c = replay(&server, dump.path())?;
         eprintln!(
             "bench: load pair {}: LOAD DATA {a:.2} s, INSERT {b:.2} s, dump replay {c:.2} s",
             pair + 1
@@ -266,6 +230,35 @@ pub fn load_only(cs: &Path, warehouses: u32, pairs: u32) -> anyhow::Result<()> {
         b / c
     );
     Ok(())
+}
+
+/// The peer's input: a `mariadb-dump` of our loaded tables.
+fn dump_ours(server: &testkit::Server, path: &Path) -> anyhow::Result<()> {
+    let f = std::fs::File::create(path)?;
+    status(
+        Command::new("mariadb-dump")
+            .arg("--no-defaults")
+            .arg(format!("--socket={}", server.socket.display()))
+            .args(["-uroot", DB])
+            .args(workload::tpcc::schema::TABLES)
+            .stdout(f),
+    )
+}
+
+/// The peer: the stock client replaying the dump into a fresh database;
+/// its seconds.
+fn replay(server: &testkit::Server, path: &Path) -> anyhow::Result<f64> {
+    status(mariadb(server).args([
+        "-e",
+        &format!("DROP DATABASE IF EXISTS {PEER_DB}; CREATE DATABASE {PEER_DB}"),
+    ]))?;
+    let t0 = Instant::now();
+    status(
+        mariadb(server)
+            .arg(PEER_DB)
+            .stdin(std::fs::File::open(path)?),
+    )?;
+    Ok(t0.elapsed().as_secs_f64())
 }
 
 fn median(v: &[f64]) -> f64 {

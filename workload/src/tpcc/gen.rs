@@ -25,6 +25,47 @@ pub trait Out {
     fn end(&mut self) -> io::Result<()>;
 }
 
+/// A row's text being built: one method per kind of field, then `close`.
+pub trait Fields {
+    fn int(&mut self, v: u64);
+    fn num(&mut self, v: &str);
+    fn text(&mut self, v: &str);
+    fn null(&mut self);
+    fn now(&mut self);
+    fn close(&mut self);
+}
+
+/// A sender of rows: where the text goes once a row is closed (a batch
+/// sent as an INSERT, a buffer streamed to LOAD DATA).
+pub trait Sender {
+    type Rows: Fields;
+    fn rows(&mut self) -> &mut Self::Rows;
+    /// After each row: send what is due.
+    fn row_done(&mut self) -> io::Result<()>;
+}
+
+impl<S: Sender> Out for S {
+    fn int(&mut self, v: u64) {
+        self.rows().int(v);
+    }
+    fn num(&mut self, v: &str) {
+        self.rows().num(v);
+    }
+    fn text(&mut self, v: &str) {
+        self.rows().text(v);
+    }
+    fn null(&mut self) {
+        self.rows().null();
+    }
+    fn now(&mut self) {
+        self.rows().now();
+    }
+    fn end(&mut self) -> io::Result<()> {
+        self.rows().close();
+        self.row_done()
+    }
+}
+
 /// One table's share of a unit of work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Part {
@@ -323,12 +364,6 @@ impl SqlRows {
         }
     }
 
-    pub fn close(&mut self) {
-        self.text.push(')');
-        self.rows += 1;
-        self.in_row = false;
-    }
-
     pub fn clear(&mut self) {
         self.text.clear();
         self.rows = 0;
@@ -336,29 +371,34 @@ impl SqlRows {
     }
 }
 
-impl SqlRows {
-    pub fn int(&mut self, v: u64) {
+impl Fields for SqlRows {
+    fn int(&mut self, v: u64) {
         use std::fmt::Write as _;
         self.sep();
         let _ = write!(self.text, "{v}");
     }
-    pub fn num(&mut self, v: &str) {
+    fn num(&mut self, v: &str) {
         self.sep();
         self.text.push_str(v);
     }
-    pub fn text(&mut self, v: &str) {
+    fn text(&mut self, v: &str) {
         self.sep();
         self.text.push('\'');
         self.text.push_str(v);
         self.text.push('\'');
     }
-    pub fn null(&mut self) {
+    fn null(&mut self) {
         self.sep();
         self.text.push_str("NULL");
     }
-    pub fn now(&mut self) {
+    fn now(&mut self) {
         self.sep();
         self.text.push_str("NOW()");
+    }
+    fn close(&mut self) {
+        self.text.push(')');
+        self.rows += 1;
+        self.in_row = false;
     }
 }
 
@@ -389,29 +429,30 @@ impl<'a> TsvRows<'a> {
             self.buf.push(b'\t');
         }
     }
+}
 
-    pub fn int(&mut self, v: u64) {
+impl Fields for TsvRows<'_> {
+    fn int(&mut self, v: u64) {
         use std::io::Write as _;
         self.sep();
         let _ = write!(self.buf, "{v}");
     }
-    pub fn num(&mut self, v: &str) {
+    fn num(&mut self, v: &str) {
         self.sep();
         self.buf.extend_from_slice(v.as_bytes());
     }
-    pub fn text(&mut self, v: &str) {
+    fn text(&mut self, v: &str) {
         self.num(v);
     }
-    pub fn null(&mut self) {
+    fn null(&mut self) {
         self.sep();
         self.buf.extend_from_slice(b"\\N");
     }
-    pub fn now(&mut self) {
+    fn now(&mut self) {
         let n = self.now;
         self.num(n);
     }
-    /// Ends the row.
-    pub fn close(&mut self) {
+    fn close(&mut self) {
         self.buf.push(b'\n');
         self.rows += 1;
         self.first = true;

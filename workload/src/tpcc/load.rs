@@ -22,7 +22,7 @@ use fastrand::Rng;
 use mysql::{prelude::Queryable, Conn, LocalInfileHandler};
 
 use super::{
-    gen::{Out, Part, SqlRows, TsvRows},
+    gen::{Part, Sender, SqlRows, TsvRows},
     rand::NuConstants,
     schema::{self, sql, LoadRecord},
     ITEMS,
@@ -505,24 +505,12 @@ impl Stream<'_, '_, '_> {
     }
 }
 
-impl Out for Stream<'_, '_, '_> {
-    fn int(&mut self, v: u64) {
-        self.rows.int(v);
+impl<'a> Sender for Stream<'a, '_, '_> {
+    type Rows = TsvRows<'a>;
+    fn rows(&mut self) -> &mut TsvRows<'a> {
+        &mut self.rows
     }
-    fn num(&mut self, v: &str) {
-        self.rows.num(v);
-    }
-    fn text(&mut self, v: &str) {
-        self.rows.text(v);
-    }
-    fn null(&mut self) {
-        self.rows.null();
-    }
-    fn now(&mut self) {
-        self.rows.now();
-    }
-    fn end(&mut self) -> io::Result<()> {
-        self.rows.close();
+    fn row_done(&mut self) -> io::Result<()> {
         if self.rows.buf.len() >= 60 << 10 {
             if self.sh.stopped() {
                 return Err(interrupted());
@@ -576,24 +564,12 @@ impl Inserter<'_> {
     }
 }
 
-impl Out for Inserter<'_> {
-    fn int(&mut self, v: u64) {
-        self.rows.int(v);
+impl Sender for Inserter<'_> {
+    type Rows = SqlRows;
+    fn rows(&mut self) -> &mut SqlRows {
+        &mut self.rows
     }
-    fn num(&mut self, v: &str) {
-        self.rows.num(v);
-    }
-    fn text(&mut self, v: &str) {
-        self.rows.text(v);
-    }
-    fn null(&mut self) {
-        self.rows.null();
-    }
-    fn now(&mut self) {
-        self.rows.now();
-    }
-    fn end(&mut self) -> io::Result<()> {
-        self.rows.close();
+    fn row_done(&mut self) -> io::Result<()> {
         if self.rows.rows >= self.batch {
             if let Err(e) = self.flush() {
                 self.err = Some(e);
