@@ -107,6 +107,10 @@ pub enum Error {
     #[error("interrupted during {phase}: probes detached, server stopped, temp files removed")]
     Interrupted { phase: &'static str },
 
+    /// Exit code 3: the summary above covers the run up to the loss.
+    #[error("{detail}: the summary above covers the run up to then")]
+    ServerLost { detail: String },
+
     /// A sweep cell the server refuses (found by the dry validation pass,
     /// or at a restart).
     #[error("cell {cell}: {detail}")]

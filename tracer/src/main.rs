@@ -38,6 +38,11 @@ fn main() -> ExitCode {
             eprintln!("commitscope: {e}");
             ExitCode::from(130)
         }
+        // The server went away mid-run: the summary is out, the code says so.
+        Err(e @ Error::ServerLost { .. }) => {
+            eprintln!("commitscope: {e}");
+            ExitCode::from(3)
+        }
         Err(e) => {
             eprintln!("commitscope: error: {e}");
             ExitCode::from(2)

@@ -48,12 +48,15 @@ impl Stop {
             |e: std::io::Error| Error::Runtime(format!("cannot install a signal handler: {e}"));
         let mut int = signal(SignalKind::interrupt()).map_err(err)?;
         let mut term = signal(SignalKind::terminate()).map_err(err)?;
+        // The terminal went away: clean up all the same.
+        let mut hup = signal(SignalKind::hangup()).map_err(err)?;
         let (tx, rx) = watch::channel(false);
         tokio::spawn(async move {
             loop {
                 tokio::select! {
                     _ = int.recv() => {}
                     _ = term.recv() => {}
+                    _ = hup.recv() => {}
                 }
                 let _ = tx.send(true);
             }
@@ -501,7 +504,16 @@ impl Stage {
         if let Some(p) = self.probes.as_mut() {
             p.drain_logs();
         }
-        let s = RunSummary::new(end, wsum, totals, checks);
+        let mut s = RunSummary::new(end, wsum, totals, checks);
+        if end == EndReason::TargetExited {
+            s.ended = format!(
+                "the server died ({})",
+                self.managed
+                    .as_mut()
+                    .and_then(Managed::exited)
+                    .unwrap_or_else(|| "not our child: exit status unknown".into())
+            );
+        }
         sink.summary(&self.header, &s);
         ph.note(format_args!(
             "commitscope's own peak RSS {:.1} MiB ({} clients)",
@@ -625,6 +637,9 @@ pub fn run(args: crate::cli::RunArgs) -> Result<()> {
         };
         let r = stage.measure(&m, sink.as_mut(), &stop, &ph).await;
         stage.close(&ph).await;
-        r.map(|_| ())
+        match r? {
+            s if s.end == EndReason::TargetExited => Err(Error::ServerLost { detail: s.ended }),
+            _ => Ok(()),
+        }
     })
 }

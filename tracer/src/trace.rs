@@ -161,6 +161,8 @@ async fn run_loop(
     };
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
+    // The terminal went away: detach and summarise all the same.
+    let mut sighup = signal(tokio::signal::unix::SignalKind::hangup())?;
 
     let end = loop {
         tokio::select! {
@@ -176,6 +178,7 @@ async fn run_loop(
             _ = &mut sleep_until_deadline => break EndReason::Duration,
             _ = sigint.recv() => break EndReason::Interrupted,
             _ = sigterm.recv() => break EndReason::Interrupted,
+            _ = sighup.recv() => break EndReason::Interrupted,
         }
     };
     // The partial last interval (also what a dying target did after the

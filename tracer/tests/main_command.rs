@@ -193,6 +193,11 @@ fn existing_server_is_found_by_its_socket() {
 
 /// Ctrl-C as soon as `-v` says the phase began; then nothing survives.
 fn interrupt_during(phase: &str, extra: &[&str], want_code: i32) {
+    signal_during(phase, extra, want_code, libc::SIGINT);
+}
+
+/// `sig` as soon as `-v` says the phase began; then nothing survives.
+fn signal_during(phase: &str, extra: &[&str], want_code: i32, sig: i32) {
     let wd = workdir();
     let mut child = commitscope()
         .args([
@@ -232,7 +237,7 @@ fn interrupt_during(phase: &str, extra: &[&str], want_code: i32) {
         std::thread::sleep(Duration::from_millis(1500));
     }
     // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(child.id() as i32, sig) };
     let out = child.wait_with_output().unwrap();
     // The reader thread may still hold the last lines: read to its EOF.
     let mut rest = Vec::new();
@@ -280,6 +285,17 @@ fn ctrl_c_during_run_prints_the_summary_and_leaves_nothing() {
         return;
     }
     interrupt_during("run", &[], 0);
+}
+
+/// The terminal went away (SIGHUP): cleaned up as for Ctrl-C, in every phase.
+#[test]
+fn sighup_in_every_phase_leaves_nothing() {
+    if needs_root() {
+        return;
+    }
+    signal_during("init datadir", &[], 130, libc::SIGHUP);
+    signal_during("load", &["--rows-per-thread", "20000"], 130, libc::SIGHUP);
+    signal_during("run", &[], 0, libc::SIGHUP);
 }
 
 /// One line, exit 2, no panic, nothing left behind.

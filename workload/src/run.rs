@@ -117,6 +117,7 @@ async fn drive(args: &WorkloadArgs, out: impl std::io::Write) -> Result<Summary>
     };
     let mut int = signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut term = signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut hup = signal(tokio::signal::unix::SignalKind::hangup())?;
     loop {
         tokio::select! {
             _ = tick.tick() => {
@@ -129,6 +130,7 @@ async fn drive(args: &WorkloadArgs, out: impl std::io::Write) -> Result<Summary>
             _ = &mut deadline => break,
             _ = int.recv() => break,
             _ = term.recv() => break,
+            _ = hup.recv() => break,
         }
     }
     let (last, summary) = engine.stop()?;

@@ -184,7 +184,7 @@ impl<W: Write> RunSink for Live<W> {
             } else {
                 String::new()
             },
-            s.end.describe()
+            s.ended
         );
         let _ = writeln!(o, "{:<14} {}", "server", h.server);
         let _ = writeln!(

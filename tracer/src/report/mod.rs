@@ -93,6 +93,8 @@ pub struct RunHeader {
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct RunSummary {
     pub end: EndReason,
+    /// How it ended, in words: `the server died (signal 9)`.
+    pub ended: String,
     pub workload: workload::stats::Summary,
     pub trace: Option<Interval>,
     /// Measured commits per redo flush.
@@ -111,6 +113,7 @@ impl RunSummary {
         let commits_per_flush = commits_per_flush(workload.commits, trace.as_ref());
         RunSummary {
             end,
+            ended: end.describe().to_string(),
             workload,
             trace,
             commits_per_flush,

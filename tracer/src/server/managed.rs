@@ -359,6 +359,17 @@ impl Managed {
             .collect()
     }
 
+    /// How the server ended, if it has: "signal 9", "exit code 1".
+    pub fn exited(&mut self) -> Option<String> {
+        use std::os::unix::process::ExitStatusExt;
+        let st = self.child.as_mut()?.try_wait().ok()??;
+        Some(match (st.signal(), st.code()) {
+            (Some(sig), _) => format!("signal {sig}"),
+            (_, Some(code)) => format!("exit code {code}"),
+            _ => st.to_string(),
+        })
+    }
+
     /// Clean shutdown (SIGTERM), killed after a timeout. Idempotent.
     pub fn stop(&mut self) -> Option<Duration> {
         let mut c = self.child.take()?;

@@ -144,9 +144,12 @@ pub async fn run_cell(
             let _ = std::fs::remove_file(&path);
             Ok(None)
         }
-        Ok(s) if s.end == EndReason::TargetExited => Err(Error::Runtime(
-            "the server exited during the cell (see its error log; --keep keeps it)".into(),
-        )),
+        Ok(s) if s.end == EndReason::TargetExited => Err(Error::ServerLost {
+            detail: format!(
+                "{} during the cell (see its error log; --keep keeps it)",
+                s.ended
+            ),
+        }),
         Ok(s) => Ok(Some(s)),
         Err(e) => {
             let _ = std::fs::remove_file(&path);

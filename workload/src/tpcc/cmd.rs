@@ -47,12 +47,14 @@ pub fn load(args: &WorkloadArgs, out: &mut impl Write) -> Result<()> {
         };
         let mut int = signal(tokio::signal::unix::SignalKind::interrupt())?;
         let mut term = signal(tokio::signal::unix::SignalKind::terminate())?;
+        let mut hup = signal(tokio::signal::unix::SignalKind::hangup())?;
         // Dropping the loading future (on a signal) stops and joins the
         // loader threads before this returns.
         tokio::select! {
             r = prepare::ensure_loaded(&cfg, &settings, true) => r,
             _ = int.recv() => Err(Error::LoadInterrupted),
             _ = term.recv() => Err(Error::LoadInterrupted),
+            _ = hup.recv() => Err(Error::LoadInterrupted),
         }
     })?;
     if let Some(r) = report {

@@ -1,0 +1,158 @@
+//! Faults during a run: the server killed under the tool, and the
+//! workload's connections killed from another session.
+mod common;
+
+use std::{
+    io::{BufRead, BufReader},
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+use common::*;
+use serde_json::Value;
+
+/// Reads a child's pipe on a thread, line by line.
+fn lines_of(r: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(r).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    rx
+}
+
+/// Waits for a line containing `marker`; returns the lines seen.
+fn wait_for(rx: &std::sync::mpsc::Receiver<String>, marker: &str) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    loop {
+        let l = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no {marker:?} line: {seen:?}"));
+        let hit = l.contains(marker);
+        seen.push(l);
+        if hit {
+            return seen;
+        }
+    }
+}
+
+#[test]
+fn a_killed_managed_server_ends_the_run_with_exit_3() {
+    if needs_root() {
+        return;
+    }
+    let wd = workdir();
+    let mut child = commitscope()
+        .args(["-v", "--threads", "8", "--duration", "60", "--json"])
+        .args(["--workdir", wd.path().to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = lines_of(child.stderr.take().unwrap());
+    let out = lines_of(child.stdout.take().unwrap());
+    wait_for(&err, "] run ...");
+    // A few ticks measured first.
+    wait_for(&out, "\"type\":\"tick\"");
+    wait_for(&out, "\"type\":\"tick\"");
+    // Our own command line names the workdir too.
+    let servers: Vec<u32> = servers_under(wd.path())
+        .into_iter()
+        .filter(|&p| p != child.id())
+        .collect();
+    assert_eq!(servers.len(), 1, "{servers:?}");
+    // SAFETY: killing the test's own grandchild, the managed server.
+    unsafe { libc::kill(servers[0] as i32, libc::SIGKILL) };
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "still running");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = t0.elapsed();
+    let rest: Vec<String> =
+        std::iter::from_fn(|| err.recv_timeout(Duration::from_secs(5)).ok()).collect();
+    let stdout: Vec<Value> = std::iter::from_fn(|| out.recv_timeout(Duration::from_secs(5)).ok())
+        .filter_map(|l| serde_json::from_str(&l).ok())
+        .collect();
+    assert_eq!(status.code(), Some(3), "{rest:?}");
+    assert!(
+        took < Duration::from_secs(2) + Duration::from_millis(500),
+        "took {took:?}"
+    );
+    let s = stdout.last().expect("a summary");
+    assert_eq!(s["type"], "summary", "{s}");
+    assert_eq!(s["ended"], "the server died (signal 9)", "{s}");
+    assert!(s["workload"]["txns"].as_u64().unwrap() > 0, "{s}");
+    assert!(
+        rest.iter()
+            .any(|l| l.contains("the server died (signal 9)")),
+        "{rest:?}"
+    );
+    assert_clean(wd.path());
+}
+
+#[test]
+fn killed_client_connections_reconnect_and_are_counted() {
+    let Some(bin) = testkit::system_mariadbd() else {
+        testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
+        return;
+    };
+    let srv = testkit::Server::start(&bin, None, &[]).unwrap_or_else(|e| panic!("{e}"));
+    for threads in ["1", "8"] {
+        let mut child = commitscope()
+            .args([
+                "--no-trace",
+                "--threads",
+                threads,
+                "--duration",
+                "5",
+                "--json",
+            ])
+            .args(["--database", "cs_kill"])
+            .args(srv.client_flags())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = lines_of(child.stdout.take().unwrap());
+        wait_for(&out, "\"type\":\"tick\"");
+        let ids = srv
+            .query("SELECT id FROM information_schema.PROCESSLIST WHERE db = 'cs_kill'")
+            .unwrap();
+        let ids: Vec<&str> = ids.split_whitespace().collect();
+        assert_eq!(ids.len(), threads.parse::<usize>().unwrap(), "{ids:?}");
+        for id in &ids {
+            let _ = srv.query(&format!("KILL CONNECTION {id}"));
+        }
+        let st = child.wait().unwrap();
+        let lines: Vec<Value> =
+            std::iter::from_fn(|| out.recv_timeout(Duration::from_secs(5)).ok())
+                .filter_map(|l| serde_json::from_str(&l).ok())
+                .collect();
+        assert!(st.success(), "{threads} clients: {st}");
+        let s = lines.last().unwrap();
+        let w = &s["workload"];
+        let lost = w["errors_by_code"]["io"].as_u64().unwrap_or(0);
+        assert!(
+            lost >= 1,
+            "{threads} clients: no lost connection counted: {s}"
+        );
+        // The run went on: the last full ticks still committed.
+        let ticks: Vec<&Value> = lines.iter().filter(|l| l["type"] == "tick").collect();
+        let late = &ticks[ticks.len().saturating_sub(2)];
+        assert!(late["workload"]["txns"].as_u64().unwrap() > 0, "{late}");
+        assert!(
+            w["client_commits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|c| c.as_u64().unwrap() > 0),
+            "{s}"
+        );
+    }
+}
