@@ -284,7 +284,20 @@ mod blocking {
         row: u32,
     ) -> std::result::Result<(), mysql::Error> {
         match scenario {
-            Scenario::Update | Scenario::HotRow | Scenario::Tpcc => c.exec_drop(stmt, (row,)),
+            // The hot path, waiting with poll (see `wire`).
+            Scenario::Update | Scenario::HotRow | Scenario::Tpcc => {
+                use std::os::fd::AsRawFd;
+                crate::wire::exec_u32(c.as_raw_fd(), stmt.id(), row).map_err(|e| match e {
+                    crate::wire::WireError::Server { code, message } => {
+                        mysql::Error::MySqlError(mysql::MySqlError {
+                            state: String::new(),
+                            message,
+                            code,
+                        })
+                    }
+                    crate::wire::WireError::Io(e) => mysql::Error::IoError(e),
+                })
+            }
             Scenario::Insert => {
                 c.exec_drop(stmt, ())?;
                 c.query_drop("COMMIT")

@@ -14,6 +14,7 @@ pub mod scenario;
 pub mod schema;
 pub mod stats;
 pub mod tpcc;
+pub mod wire;
 pub mod workers;
 
 pub use error::{Error, Result};

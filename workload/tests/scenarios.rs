@@ -273,3 +273,37 @@ fn connection_errors_are_one_line() {
     assert!(msg.starts_with("missing privileges"), "{msg}");
     assert!(!msg.contains('\n'), "{msg}");
 }
+
+/// The hot path's own wire exchange (`workload::wire`) against the real
+/// server: success, a server error with its code, the connection still
+/// usable by the `mysql` crate afterwards, and a killed connection.
+#[test]
+fn wire_exec_reports_codes_and_lost_connections() {
+    use mysql::prelude::Queryable;
+    use std::os::fd::AsRawFd;
+    use workload::wire::{exec_u32, WireError};
+    let Some(srv) = server() else { return };
+    srv.query("CREATE DATABASE w; CREATE TABLE w.t (id INT UNSIGNED PRIMARY KEY)")
+        .unwrap();
+    let ep = args(&srv, &[]).conn.resolve().unwrap();
+    let mut c = mysql::Conn::new(workload::conn::blocking_opts(&ep, Some("w"))).unwrap();
+    let ins = c.prep("INSERT INTO t (id) VALUES (?)").unwrap();
+    exec_u32(c.as_raw_fd(), ins.id(), 7).unwrap();
+    match exec_u32(c.as_raw_fd(), ins.id(), 7) {
+        Err(WireError::Server { code, message }) => {
+            assert_eq!(code, 1062, "{message}");
+            assert!(message.contains("Duplicate entry"), "{message}");
+        }
+        other => panic!("expected ER_DUP_ENTRY, got {other:?}"),
+    }
+    // The crate's own calls go on over the same connection.
+    let n: Option<u64> = c.query_first("SELECT COUNT(*) FROM t").unwrap();
+    assert_eq!(n, Some(1));
+    let id: Option<u64> = c.query_first("SELECT CONNECTION_ID()").unwrap();
+    srv.query(&format!("KILL CONNECTION {}", id.unwrap()))
+        .unwrap();
+    assert!(matches!(
+        exec_u32(c.as_raw_fd(), ins.id(), 8),
+        Err(WireError::Io(_))
+    ));
+}
