@@ -303,6 +303,32 @@ pub struct Joined {
     /// The workload's committed transactions per redo flush: true even
     /// when n_write comes from the server-layer fallback.
     pub commits_per_flush: Option<f64>,
+    /// Seconds without a completed commit, once they reach
+    /// [`STALL_AFTER_S`]: a stopped or wedged server shows as such
+    /// instead of as a quiet 0 tps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stalled_s: Option<f64>,
+}
+
+/// Seconds without a commit after which a tick is marked stalled.
+pub const STALL_AFTER_S: f64 = 2.0;
+
+/// Counts the seconds since the workload last committed, tick by tick.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StallClock {
+    idle_s: f64,
+}
+
+impl StallClock {
+    /// The stall to mark on this tick, if any.
+    pub fn tick(&mut self, w: &workload::stats::IntervalSample) -> Option<f64> {
+        if w.txns > 0 {
+            self.idle_s = 0.0;
+        } else {
+            self.idle_s += w.interval_s;
+        }
+        (self.idle_s + 1e-3 >= STALL_AFTER_S).then_some(self.idle_s)
+    }
 }
 
 impl Joined {
@@ -312,6 +338,7 @@ impl Joined {
             workload,
             trace,
             commits_per_flush,
+            stalled_s: None,
         }
     }
 }
@@ -319,6 +346,29 @@ impl Joined {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stall_is_marked_after_two_seconds_without_a_commit() {
+        let w = |txns| workload::stats::IntervalSample {
+            tick: 1,
+            elapsed_s: 1.0,
+            interval_s: 1.0,
+            warmup: false,
+            txns,
+            commits: txns,
+            tps: txns as f64,
+            latency: Default::default(),
+            errors: 0,
+            retries: 0,
+            tpcc: None,
+        };
+        let mut c = StallClock::default();
+        assert_eq!(c.tick(&w(5)), None);
+        assert_eq!(c.tick(&w(0)), None);
+        assert_eq!(c.tick(&w(0)), Some(2.0));
+        assert_eq!(c.tick(&w(0)), Some(3.0));
+        assert_eq!(c.tick(&w(1)), None);
+    }
 
     #[test]
     fn quantiles_interpolate_within_buckets() {

@@ -416,6 +416,7 @@ impl Stage {
             tokio::time::interval_at(tokio::time::Instant::now() + m.interval, m.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut fd_poll = tokio::time::interval(Duration::from_millis(100));
+        let mut stall = crate::sample::StallClock::default();
         let mut done_poll = tokio::time::interval(Duration::from_millis(20));
         let deadline = async {
             match m.duration {
@@ -436,7 +437,9 @@ impl Stage {
                         _ => None,
                     };
                     let elapsed = w.elapsed_s;
-                    sink.tick(SystemTime::now(), &Joined::new(w, t));
+                    let mut j = Joined::new(w, t);
+                    j.stalled_s = stall.tick(&j.workload);
+                    sink.tick(SystemTime::now(), &j);
                     if !base_marked && elapsed + 0.001 >= warmup {
                         // Later ticks are measured: both halves and the
                         // server's counters start their window here.

@@ -156,3 +156,75 @@ fn killed_client_connections_reconnect_and_are_counted() {
         );
     }
 }
+
+#[test]
+fn a_stopped_server_is_marked_stalled_and_the_run_goes_on() {
+    if needs_root() {
+        return;
+    }
+    let wd = workdir();
+    let mut child = commitscope()
+        .args(["-v", "--threads", "8", "--duration", "16", "--json"])
+        .args(["--workdir", wd.path().to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = lines_of(child.stderr.take().unwrap());
+    let out = lines_of(child.stdout.take().unwrap());
+    wait_for(&err, "] run ...");
+    let mut seen = wait_for(&out, "\"type\":\"tick\"");
+    seen.extend(wait_for(&out, "\"type\":\"tick\""));
+    let server = servers_under(wd.path())
+        .into_iter()
+        .find(|&p| p != child.id())
+        .expect("the managed server");
+    // SAFETY: signalling the test's own grandchild, the managed server.
+    unsafe { libc::kill(server as i32, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_secs(10));
+    // SAFETY: as above.
+    unsafe { libc::kill(server as i32, libc::SIGCONT) };
+    let status = child.wait().unwrap();
+    seen.extend(std::iter::from_fn(|| {
+        out.recv_timeout(Duration::from_secs(5)).ok()
+    }));
+    let lines: Vec<Value> = seen
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let rest: Vec<String> =
+        std::iter::from_fn(|| err.recv_timeout(Duration::from_secs(5)).ok()).collect();
+    assert!(status.success(), "{status}: {rest:?}");
+    let ticks: Vec<&Value> = lines.iter().filter(|l| l["type"] == "tick").collect();
+    // The view kept ticking through the stall: one line a second.
+    assert!(ticks.len() >= 15, "{} ticks", ticks.len());
+    let stalled: Vec<f64> = ticks
+        .iter()
+        .filter_map(|t| t["stalled_s"].as_f64())
+        .collect();
+    assert!(
+        // (A tick lands a hair early: 1.9993 s counts as 2.)
+        stalled.len() >= 7 && stalled.iter().all(|&s| s >= 1.99),
+        "{stalled:?}"
+    );
+    let last_stalled = ticks
+        .iter()
+        .rposition(|t| t["stalled_s"].is_number())
+        .unwrap();
+    assert!(
+        ticks[last_stalled + 1..]
+            .iter()
+            .any(|t| t["workload"]["txns"].as_u64().unwrap() > 0),
+        "no commit after SIGCONT"
+    );
+    // The probes still agree with the workload over the whole run.
+    let s = lines.last().unwrap();
+    assert_eq!(s["type"], "summary", "{s}");
+    let commits = s["workload"]["commits"].as_u64().unwrap() as f64;
+    let n_write = s["trace"]["n_write"].as_u64().unwrap() as f64;
+    assert!(
+        (n_write - commits).abs() <= (commits * 0.01).max(5.0),
+        "n_write {n_write} vs commits {commits}"
+    );
+    assert_clean(wd.path());
+}

@@ -165,7 +165,11 @@ impl<W: Write> RunSink for Live<W> {
             opt_f(j.commits_per_flush, 2),
             opt_f(t.and_then(|t| t.redo_p99_us), 0),
             u(&|t| t.binlog_fsync),
-            if w.warmup { "  (warmup)" } else { "" }
+            match (j.stalled_s, w.warmup) {
+                (Some(s), _) => format!("  (stalled: no commit for {s:.0} s)"),
+                (None, true) => "  (warmup)".to_string(),
+                (None, false) => String::new(),
+            }
         );
         let _ = self.out.flush();
     }
