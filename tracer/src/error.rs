@@ -98,6 +98,9 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
+    #[error("{} is a symbolic link: refusing to write through it (commitscope did not create it); remove it or pass another path", path.display())]
+    Symlink { path: PathBuf },
+
     #[error("cannot write {}: {source}; pass a writable path", path.display())]
     Output {
         path: PathBuf,

@@ -3,6 +3,7 @@
 pub mod cli;
 pub mod error;
 pub mod fds;
+pub mod outfile;
 pub mod probes;
 pub mod report;
 pub mod sample;

@@ -145,3 +145,41 @@ fn workload_bad_input_is_one_line() {
     );
     assert!(err.contains("cannot read /nonexistent/my.cnf"), "{err}");
 }
+
+/// `--csv` and `--out` never write through a symlink they did not create:
+/// one line, exit 2, the link's target untouched, nothing started.
+#[test]
+fn outputs_refuse_symlinks() {
+    let d = tempfile::tempdir().unwrap();
+    let target = d.path().join("precious");
+    std::fs::write(&target, "keep me").unwrap();
+    let link = d.path().join("ticks.csv");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let dir_link = d.path().join("results");
+    std::os::unix::fs::symlink(d.path(), &dir_link).unwrap();
+    for args in [
+        vec![
+            "--no-trace",
+            "--duration",
+            "1",
+            "--csv",
+            link.to_str().unwrap(),
+        ],
+        vec![
+            "sweep",
+            "--no-trace",
+            "--threads",
+            "1",
+            "--out",
+            dir_link.to_str().unwrap(),
+        ],
+    ] {
+        let out = common::commitscope().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let line = common::one_error_line(&err);
+        assert!(line.contains("is a symbolic link"), "{line}");
+    }
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    assert!(!d.path().join("cells.jsonl").exists());
+}

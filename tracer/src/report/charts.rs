@@ -65,19 +65,22 @@ pub fn write_all(dir: &Path, g: &Grid, workload: &str) -> Result<Vec<PathBuf>> {
     for spec in specs(g, workload) {
         let path = dir.join(spec.file);
         let series = g.series(|r| (spec.y)(g, r));
-        draw(&path, &spec, &series).map_err(draw_err(&path))?;
+        // Drawn in memory, then written without following a symlink.
+        let mut svg = String::new();
+        draw(&mut svg, &spec, &series).map_err(draw_err(&path))?;
+        crate::outfile::write(&path, svg.as_bytes())?;
         out.push(path);
     }
     Ok(out)
 }
 
 fn draw(
-    path: &Path,
+    svg: &mut String,
     spec: &Spec,
     series: &[(String, Vec<(f64, f64)>)],
 ) -> std::result::Result<(), String> {
     let e = |e: &dyn std::fmt::Display| e.to_string();
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    let root = SVGBackend::with_string(svg, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e(&x))?;
     let pts = series.iter().flat_map(|(_, p)| p.iter());
     let (mut x_lo, mut x_hi, mut y_lo, mut y_hi) = (f64::MAX, f64::MIN, f64::MAX, 0f64);

@@ -11,7 +11,7 @@ pub mod sweep;
 use std::{path::Path, time::SystemTime};
 
 use crate::{
-    error::{Error, Result},
+    error::Result,
     sample::{commits_per_flush, Interval, Joined},
     server::status::Check,
 };
@@ -151,10 +151,7 @@ pub fn run_sinks(json: bool, csv: Option<&Path>) -> Result<Box<dyn RunSink>> {
         Box::new(live::Live::new(std::io::stdout()))
     }];
     if let Some(p) = csv {
-        let f = std::fs::File::create(p).map_err(|source| Error::Output {
-            path: p.to_owned(),
-            source,
-        })?;
+        let f = crate::outfile::create(p)?;
         v.push(Box::new(csv::Csv::new(std::io::BufWriter::new(f))));
     }
     Ok(Box::new(Tee(v)))

@@ -281,7 +281,7 @@ pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
         ),
     ] {
         let p = dir.join(name);
-        std::fs::write(&p, text).map_err(|source| Error::Output { path: p, source })?;
+        crate::outfile::write(&p, text.as_bytes())?;
     }
     Ok(())
 }

@@ -122,10 +122,7 @@ pub async fn run_cell(
         reset: false,
     };
     let path = ticks_path(&ctx.store.dir, cell);
-    let f = std::fs::File::create(&path).map_err(|source| Error::Output {
-        path: path.clone(),
-        source,
-    })?;
+    let f = crate::outfile::create(&path)?;
     let mut sink = Csv::new(std::io::BufWriter::new(f));
     let r = {
         let fut = live.stage.measure(&m, &mut sink, ctx.stop, ctx.ph);

@@ -158,7 +158,9 @@ async fn drive(
     done: &mut Vec<CellRecord>,
 ) -> Result<Outcome> {
     let (cells, namer) = (&ready.cells, &ready.namer);
-    let _ = std::fs::create_dir_all(ctx.store.dir.join("ticks"));
+    let ticks = ctx.store.dir.join("ticks");
+    crate::outfile::check_dir(&ticks)?;
+    let _ = std::fs::create_dir_all(&ticks);
     let mut progress = Progress::new(cells.len(), ready.per_cell);
     let tpcc = ctx.spec.meta.workload == "tpcc";
     let mut outcome = Outcome::Finished;

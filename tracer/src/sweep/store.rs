@@ -136,6 +136,7 @@ impl Store {
     /// never overwritten: continuing them takes `--resume`, and only with
     /// the same workload and times.
     pub fn open(dir: &Path, resume: bool, meta: &Meta) -> Result<(Store, Vec<CellRecord>)> {
+        crate::outfile::check_dir(dir)?;
         fs::create_dir_all(dir).map_err(io_err(dir))?;
         let store = Store {
             dir: dir.to_owned(),
@@ -183,18 +184,14 @@ impl Store {
     pub fn write_meta(&self, meta: &Meta) -> Result<()> {
         let p = self.dir.join(META);
         let text = serde_json::to_string_pretty(meta).unwrap_or_default() + "\n";
-        fs::write(&p, text).map_err(io_err(&p))
+        crate::outfile::write(&p, text.as_bytes())
     }
 
     /// Appends one cell as one line, synced before returning.
     pub fn append(&self, r: &CellRecord) -> Result<()> {
         let p = self.cells_path();
         let line = serde_json::to_string(r).unwrap_or_default() + "\n";
-        let mut f = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&p)
-            .map_err(io_err(&p))?;
+        let mut f = crate::outfile::append(&p)?;
         f.write_all(line.as_bytes()).map_err(io_err(&p))?;
         f.sync_data().map_err(io_err(&p))
     }
