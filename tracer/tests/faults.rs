@@ -38,14 +38,22 @@ fn wait_for(rx: &std::sync::mpsc::Receiver<String>, marker: &str) -> Vec<String>
     }
 }
 
-#[test]
-fn a_killed_managed_server_ends_the_run_with_exit_3() {
-    if needs_root() {
-        return;
-    }
+/// A traced main-command run on a managed server, two ticks into its
+/// measurement, with its pipes read on threads and its server's pid.
+struct Running {
+    wd: tempfile::TempDir,
+    child: std::process::Child,
+    err: std::sync::mpsc::Receiver<String>,
+    out: std::sync::mpsc::Receiver<String>,
+    /// The stdout lines read so far (the start object and two ticks).
+    seen: Vec<String>,
+    server: u32,
+}
+
+fn managed_run(duration: &str) -> Running {
     let wd = workdir();
     let mut child = commitscope()
-        .args(["-v", "--threads", "8", "--duration", "60", "--json"])
+        .args(["-v", "--threads", "8", "--duration", duration, "--json"])
         .args(["--workdir", wd.path().to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -54,17 +62,39 @@ fn a_killed_managed_server_ends_the_run_with_exit_3() {
     let err = lines_of(child.stderr.take().unwrap());
     let out = lines_of(child.stdout.take().unwrap());
     wait_for(&err, "] run ...");
-    // A few ticks measured first.
-    wait_for(&out, "\"type\":\"tick\"");
-    wait_for(&out, "\"type\":\"tick\"");
+    let mut seen = wait_for(&out, "\"type\":\"tick\"");
+    seen.extend(wait_for(&out, "\"type\":\"tick\""));
     // Our own command line names the workdir too.
     let servers: Vec<u32> = servers_under(wd.path())
         .into_iter()
         .filter(|&p| p != child.id())
         .collect();
     assert_eq!(servers.len(), 1, "{servers:?}");
+    Running {
+        wd,
+        child,
+        err,
+        out,
+        seen,
+        server: servers[0],
+    }
+}
+
+#[test]
+fn a_killed_managed_server_ends_the_run_with_exit_3() {
+    if needs_root() {
+        return;
+    }
+    let Running {
+        wd,
+        mut child,
+        err,
+        out,
+        server,
+        ..
+    } = managed_run("60");
     // SAFETY: killing the test's own grandchild, the managed server.
-    unsafe { libc::kill(servers[0] as i32, libc::SIGKILL) };
+    unsafe { libc::kill(server as i32, libc::SIGKILL) };
     let t0 = Instant::now();
     let status = loop {
         if let Some(st) = child.try_wait().unwrap() {
@@ -162,23 +192,14 @@ fn a_stopped_server_is_marked_stalled_and_the_run_goes_on() {
     if needs_root() {
         return;
     }
-    let wd = workdir();
-    let mut child = commitscope()
-        .args(["-v", "--threads", "8", "--duration", "16", "--json"])
-        .args(["--workdir", wd.path().to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let err = lines_of(child.stderr.take().unwrap());
-    let out = lines_of(child.stdout.take().unwrap());
-    wait_for(&err, "] run ...");
-    let mut seen = wait_for(&out, "\"type\":\"tick\"");
-    seen.extend(wait_for(&out, "\"type\":\"tick\""));
-    let server = servers_under(wd.path())
-        .into_iter()
-        .find(|&p| p != child.id())
-        .expect("the managed server");
+    let Running {
+        wd,
+        mut child,
+        err,
+        out,
+        mut seen,
+        server,
+    } = managed_run("16");
     // SAFETY: signalling the test's own grandchild, the managed server.
     unsafe { libc::kill(server as i32, libc::SIGSTOP) };
     std::thread::sleep(Duration::from_secs(10));
