@@ -4,7 +4,10 @@
 //! file-descriptor limit, raised to what the clients need.
 use mysql_async::{prelude::Queryable, Conn};
 
-use crate::error::{Error, Result};
+use crate::{
+    error::{Error, Result},
+    schema::sql_err,
+};
 
 /// What `SET GLOBAL max_connections` should be raised to, with room for
 /// the server's other users: the run's need rounded up to 50.
@@ -28,17 +31,11 @@ impl Capacity {
         let row: Option<(u64, i64)> = c
             .query_first("SELECT @@GLOBAL.max_connections, @@SESSION.max_user_connections")
             .await
-            .map_err(|source| Error::Sql {
-                context: "reading max_connections".into(),
-                source,
-            })?;
+            .map_err(sql_err("reading max_connections"))?;
         let in_use: Option<(String, u64)> = c
             .query_first("SHOW GLOBAL STATUS LIKE 'Threads_connected'")
             .await
-            .map_err(|source| Error::Sql {
-                context: "reading Threads_connected".into(),
-                source,
-            })?;
+            .map_err(sql_err("reading Threads_connected"))?;
         let (max_connections, user) = row.unwrap_or((0, 0));
         Ok(Capacity {
             max_connections,

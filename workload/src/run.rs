@@ -68,12 +68,12 @@ pub fn config(args: &WorkloadArgs) -> Result<(Config, Duration, Option<Duration>
 
 /// Creates/reuses the marked database and the scenario's table.
 pub async fn prepare(cfg: &Config, reset: bool) -> Result<()> {
-    crate::capacity::raise_nofile(crate::capacity::client_fds(cfg.peak_connections()))?;
-    let mut c = conn::connect(&cfg.endpoint, None).await?;
-    // Before any client connects: the connection asking is counted in use.
-    crate::capacity::Capacity::read(&mut c)
-        .await?
-        .check(cfg.peak_connections().saturating_sub(1))?;
+    let c = conn::connect(&cfg.endpoint, None).await?;
+    prepare_on(c, cfg, reset).await
+}
+
+/// [`prepare`] on a connection already open (closed when done).
+async fn prepare_on(mut c: mysql_async::Conn, cfg: &Config, reset: bool) -> Result<()> {
     let rows = schema::rows_needed(cfg.threads, cfg.rows_per_thread);
     schema::prepare(
         &mut c,
@@ -93,7 +93,15 @@ pub async fn prepare(cfg: &Config, reset: bool) -> Result<()> {
 
 async fn drive(args: &WorkloadArgs, out: impl std::io::Write) -> Result<Summary> {
     let (cfg, interval, duration) = config(args)?;
-    prepare(&cfg, args.reset).await?;
+    // Whether the run fits, once, before any client connects (the tracer
+    // asks the same on its control connection, in `session::setup`).
+    crate::capacity::raise_nofile(crate::capacity::client_fds(cfg.peak_connections()))?;
+    let mut c = conn::connect(&cfg.endpoint, None).await?;
+    // The connection asking is counted in use.
+    crate::capacity::Capacity::read(&mut c)
+        .await?
+        .check(cfg.peak_connections().saturating_sub(1))?;
+    prepare_on(c, &cfg, args.reset).await?;
     let mut out = Printer::new(out, args.json);
     let warmup = cfg.warmup;
     let mut engine = Driver::start(cfg)?;

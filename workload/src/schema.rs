@@ -11,7 +11,7 @@ use crate::{
 pub const MARKER: &str = "_commitscope";
 pub const TOOL: &str = "commitscope";
 
-fn sql_err(context: impl Into<String>) -> impl FnOnce(mysql_async::Error) -> Error {
+pub(crate) fn sql_err(context: impl Into<String>) -> impl FnOnce(mysql_async::Error) -> Error {
     let context = context.into();
     move |source| match crate::error::server_code(&source) {
         Some(1044 | 1142 | 1227) => Error::Privileges {

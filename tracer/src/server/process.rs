@@ -21,39 +21,42 @@ pub fn exe_of(pid: u32) -> Result<PathBuf> {
     Ok(target)
 }
 
+/// The fields of `/proc/<pid>/stat` after the parenthesised comm (which
+/// may hold spaces): state, ppid, pgrp, ...
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+/// A zombie waiting to be reaped, or a process already dead.
+fn exited_state(state: Option<&str>) -> bool {
+    matches!(state, Some("Z") | Some("X"))
+}
+
+/// The numeric entries of /proc: every pid.
+fn pids() -> std::io::Result<impl Iterator<Item = u32>> {
+    Ok(std::fs::read_dir("/proc")?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()))
+}
+
 /// True while `pid` runs (a zombie waiting to be reaped counts as exited).
 pub fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            // The state follows the parenthesised comm, which may hold spaces.
-            let state = stat
-                .rsplit_once(')')
-                .and_then(|(_, r)| r.split_whitespace().next());
-            !matches!(state, Some("Z") | Some("X"))
-        }
-        Err(_) => false,
-    }
+    stat_fields(pid).is_some_and(|f| !exited_state(f.first().map(String::as_str)))
 }
 
 /// The live (not zombie) processes of process group `pgid`.
 pub fn group_members(pgid: u32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
+    let Ok(all) = pids() else {
         return Vec::new();
     };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                // After the parenthesised comm: state, ppid, pgrp, ...
-                let mut f = stat
-                    .rsplit_once(')')
-                    .map_or("", |(_, r)| r)
-                    .split_whitespace();
-                let state = f.next();
-                let pgrp = f.nth(1).and_then(|g| g.parse::<u32>().ok());
-                pgrp == Some(pgid) && !matches!(state, Some("Z") | Some("X"))
-            })
+    all.filter(|&pid| {
+        stat_fields(pid).is_some_and(|f| {
+            f.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid)
+                && !exited_state(f.first().map(String::as_str))
         })
-        .collect()
+    })
+    .collect()
 }
 
 /// Waits (at most `limit`) until no live process of group `pgid` is left.
@@ -80,12 +83,11 @@ pub fn pid_of(exe: &Path) -> Result<u32> {
         source,
     })?;
     let me = std::process::id();
-    let mut pids: Vec<u32> = std::fs::read_dir("/proc")
+    let mut pids: Vec<u32> = pids()
         .map_err(|source| Error::Read {
             path: "/proc".into(),
             source,
         })?
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| *pid != me && alive(*pid))
         .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| p == want))
         .collect();

@@ -109,8 +109,6 @@ pub struct LoadOptions {
     /// Keep the loader's writes in the binlog (`--load-binlog`): off by
     /// default, a replica of a throwaway load is rarely wanted.
     pub binlog: bool,
-    /// Continue an unfinished load of the same shape instead of starting over.
-    pub resume: bool,
 }
 
 /// Rows a load of `w` warehouses makes, order lines estimated at their
@@ -164,11 +162,9 @@ fn interrupted() -> io::Error {
     io::Error::new(io::ErrorKind::Interrupted, "the load was stopped")
 }
 
-/// Decides whether an earlier load can be continued; says so.
+/// An earlier load of the same shape that did not finish, with the
+/// warehouses it recorded: it is continued, never used as it is.
 fn resumable(c: &mut Conn, opts: &LoadOptions) -> Result<Option<(LoadRecord, Vec<u32>)>> {
-    if !opts.resume {
-        return Ok(None);
-    }
     let Some(rec) = schema::read_record(c)? else {
         return Ok(None);
     };
@@ -246,7 +242,9 @@ pub fn load(opts: &LoadOptions, stop: Arc<AtomicBool>) -> Result<LoadReport> {
         binlog: opts.binlog,
         seed: Rng::new().u64(..),
     });
-    let bar = progress_bar(opts, resumed);
+    // Rows still to send: the unfinished warehouses, and the items unless kept.
+    let left = expected_rows(todo.len() as u32) - if done.contains(&0) { ITEMS as u64 } else { 0 };
+    let bar = progress_bar(opts, left);
     let workers: Vec<_> = (0..opts.parallel.max(1))
         .map(|i| {
             let (sh, ep, db) = (shared.clone(), opts.endpoint.clone(), opts.database.clone());
@@ -346,12 +344,10 @@ fn open(ep: &Endpoint, db: &str, binlog: bool) -> Result<Conn> {
     Ok(c)
 }
 
-fn progress_bar(opts: &LoadOptions, resumed: u32) -> Option<indicatif::ProgressBar> {
+fn progress_bar(opts: &LoadOptions, left: u64) -> Option<indicatif::ProgressBar> {
     if !opts.progress {
         return None;
     }
-    let left =
-        expected_rows(opts.warehouses - resumed) - if resumed > 0 { ITEMS as u64 } else { 0 };
     let bar = indicatif::ProgressBar::with_draw_target(
         Some(left),
         indicatif::ProgressDrawTarget::stderr(),

@@ -75,9 +75,6 @@ pub async fn ensure_loaded(cfg: &Config, s: &Settings, force: bool) -> Result<Op
         progress: true,
         method: s.load_method,
         binlog: s.load_binlog,
-        // An unfinished load of the same shape is continued, never
-        // reused as it is.
-        resume: true,
     })
     .await?;
     eprintln!(

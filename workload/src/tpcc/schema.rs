@@ -98,15 +98,20 @@ pub(crate) fn sql(context: &'static str) -> impl Fn(mysql::Error) -> Error {
     }
 }
 
-/// The load record, if the tables were ever created here.
-pub fn read_record(c: &mut Conn) -> Result<Option<LoadRecord>> {
-    let exists: Option<u64> = c
+/// True when the connection's database has a table `name`.
+fn table_exists(c: &mut Conn, name: &str, context: &'static str) -> Result<bool> {
+    let n: Option<u64> = c
         .exec_first(
             "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
-            (LOAD_RECORD,),
+            (name,),
         )
-        .map_err(sql("reading the load record"))?;
-    if exists.unwrap_or(0) == 0 {
+        .map_err(sql(context))?;
+    Ok(n.unwrap_or(0) > 0)
+}
+
+/// The load record, if the tables were ever created here.
+pub fn read_record(c: &mut Conn) -> Result<Option<LoadRecord>> {
+    if !table_exists(c, LOAD_RECORD, "reading the load record")? {
         return Ok(None);
     }
     let row: Option<(u32, u8, u32, u32, u32, u8)> = c
@@ -179,13 +184,7 @@ pub fn mark_complete(c: &mut Conn) -> Result<()> {
 /// The warehouses (0: the items) an unfinished load recorded as done;
 /// None when the load predates the progress table (it cannot resume).
 pub fn loaded_warehouses(c: &mut Conn) -> Result<Option<Vec<u32>>> {
-    let exists: Option<u64> = c
-        .exec_first(
-            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
-            (LOAD_PROGRESS,),
-        )
-        .map_err(sql("reading the load progress"))?;
-    if exists.unwrap_or(0) == 0 {
+    if !table_exists(c, LOAD_PROGRESS, "reading the load progress")? {
         return Ok(None);
     }
     let done: Vec<u32> = c
