@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::{
-    io::{BufRead, BufReader},
+    io::{BufRead, BufReader, Read},
     path::Path,
     process::{Child, Command, Stdio},
     sync::mpsc,
@@ -171,6 +171,46 @@ pub fn file_name(p: &Path) -> String {
     p.file_name().unwrap().to_string_lossy().into_owned()
 }
 
+/// Reads a child's pipe on a thread, line by line.
+pub fn lines_of(r: impl Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(r).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    rx
+}
+
+/// The rest of a child's pipe, once it has exited (to the reader's EOF).
+pub fn rest_of(rx: &std::sync::mpsc::Receiver<String>) -> Vec<String> {
+    std::iter::from_fn(|| rx.recv_timeout(Duration::from_secs(10)).ok()).collect()
+}
+
+/// The JSON objects among `lines`.
+pub fn json_of(lines: &[String]) -> Vec<serde_json::Value> {
+    lines
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Waits for a line containing `marker`; returns the lines seen.
+pub fn wait_for(rx: &std::sync::mpsc::Receiver<String>, marker: &str) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    loop {
+        let l = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no {marker:?} line: {seen:?}"));
+        let hit = l.contains(marker);
+        seen.push(l);
+        if hit {
+            return seen;
+        }
+    }
+}
+
 /// Server processes whose command line mentions `dir`.
 pub fn servers_under(dir: &Path) -> Vec<u32> {
     let needle = dir.to_string_lossy().into_owned();
@@ -195,6 +235,16 @@ pub fn assert_clean(workdir: &Path) {
     );
     let procs = servers_under(workdir);
     assert!(procs.is_empty(), "server processes left: {procs:?}");
+}
+
+/// A throwaway Debian mariadbd started with `extra` options; None (the
+/// test skips, saying why) where it is not installed.
+pub fn system_server(extra: &[&str]) -> Option<testkit::Server> {
+    let Some(bin) = testkit::system_mariadbd() else {
+        testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
+        return None;
+    };
+    Some(testkit::Server::start(&bin, None, extra).unwrap_or_else(|e| panic!("start server: {e}")))
 }
 
 pub fn workdir() -> tempfile::TempDir {

@@ -3,40 +3,12 @@
 mod common;
 
 use std::{
-    io::{BufRead, BufReader},
     process::Stdio,
     time::{Duration, Instant},
 };
 
 use common::*;
 use serde_json::Value;
-
-/// Reads a child's pipe on a thread, line by line.
-fn lines_of(r: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(r).lines().map_while(Result::ok) {
-            let _ = tx.send(l);
-        }
-    });
-    rx
-}
-
-/// Waits for a line containing `marker`; returns the lines seen.
-fn wait_for(rx: &std::sync::mpsc::Receiver<String>, marker: &str) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut seen = Vec::new();
-    loop {
-        let l = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("no {marker:?} line: {seen:?}"));
-        let hit = l.contains(marker);
-        seen.push(l);
-        if hit {
-            return seen;
-        }
-    }
-}
 
 /// A traced main-command run on a managed server, two ticks into its
 /// measurement, with its pipes read on threads and its server's pid.
@@ -104,11 +76,8 @@ fn a_killed_managed_server_ends_the_run_with_exit_3() {
         std::thread::sleep(Duration::from_millis(20));
     };
     let took = t0.elapsed();
-    let rest: Vec<String> =
-        std::iter::from_fn(|| err.recv_timeout(Duration::from_secs(5)).ok()).collect();
-    let stdout: Vec<Value> = std::iter::from_fn(|| out.recv_timeout(Duration::from_secs(5)).ok())
-        .filter_map(|l| serde_json::from_str(&l).ok())
-        .collect();
+    let rest = rest_of(&err);
+    let stdout = json_of(&rest_of(&out));
     assert_eq!(status.code(), Some(3), "{rest:?}");
     assert!(
         took < Duration::from_secs(2) + Duration::from_millis(500),
@@ -128,11 +97,9 @@ fn a_killed_managed_server_ends_the_run_with_exit_3() {
 
 #[test]
 fn killed_client_connections_reconnect_and_are_counted() {
-    let Some(bin) = testkit::system_mariadbd() else {
-        testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
+    let Some(srv) = system_server(&[]) else {
         return;
     };
-    let srv = testkit::Server::start(&bin, None, &[]).unwrap_or_else(|e| panic!("{e}"));
     for threads in ["1", "8"] {
         let mut child = commitscope()
             .args([
@@ -160,10 +127,7 @@ fn killed_client_connections_reconnect_and_are_counted() {
             let _ = srv.query(&format!("KILL CONNECTION {id}"));
         }
         let st = child.wait().unwrap();
-        let lines: Vec<Value> =
-            std::iter::from_fn(|| out.recv_timeout(Duration::from_secs(5)).ok())
-                .filter_map(|l| serde_json::from_str(&l).ok())
-                .collect();
+        let lines = json_of(&rest_of(&out));
         assert!(st.success(), "{threads} clients: {st}");
         let s = lines.last().unwrap();
         let w = &s["workload"];
@@ -206,15 +170,9 @@ fn a_stopped_server_is_marked_stalled_and_the_run_goes_on() {
     // SAFETY: as above.
     unsafe { libc::kill(server as i32, libc::SIGCONT) };
     let status = child.wait().unwrap();
-    seen.extend(std::iter::from_fn(|| {
-        out.recv_timeout(Duration::from_secs(5)).ok()
-    }));
-    let lines: Vec<Value> = seen
-        .iter()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    let rest: Vec<String> =
-        std::iter::from_fn(|| err.recv_timeout(Duration::from_secs(5)).ok()).collect();
+    seen.extend(rest_of(&out));
+    let lines = json_of(&seen);
+    let rest = rest_of(&err);
     assert!(status.success(), "{status}: {rest:?}");
     let ticks: Vec<&Value> = lines.iter().filter(|l| l["type"] == "tick").collect();
     // The view kept ticking through the stall: one line a second.

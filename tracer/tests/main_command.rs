@@ -5,9 +5,8 @@
 mod common;
 
 use std::{
-    io::{BufRead, BufReader},
     process::{Command, Output, Stdio},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use common::*;
@@ -171,11 +170,9 @@ fn existing_server_is_found_by_its_socket() {
     if needs_root() {
         return;
     }
-    let Some(bin) = testkit::system_mariadbd() else {
-        testkit::skip("no mariadbd installed");
+    let Some(server) = system_server(&[]) else {
         return;
     };
-    let server = testkit::Server::start(&bin, None, &[]).expect("start server");
     let flags = server.client_flags();
     let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
     args.extend(["--threads", "4", "--duration", "2", "--json", "-v"]);
@@ -212,26 +209,8 @@ fn signal_during(phase: &str, extra: &[&str], want_code: i32, sig: i32) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let marker = format!("] {phase} ...");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(l);
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut seen = Vec::new();
-    loop {
-        let l = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("no '{marker}' line: {seen:?}"));
-        let hit = l.contains(&marker);
-        seen.push(l);
-        if hit {
-            break;
-        }
-    }
+    let rx = lines_of(child.stderr.take().unwrap());
+    let seen = wait_for(&rx, &format!("] {phase} ..."));
     if phase == "run" {
         // Let a tick or two pass: Ctrl-C then ends the run with a summary.
         std::thread::sleep(Duration::from_millis(1500));
@@ -240,10 +219,7 @@ fn signal_during(phase: &str, extra: &[&str], want_code: i32, sig: i32) {
     unsafe { libc::kill(child.id() as i32, sig) };
     let out = child.wait_with_output().unwrap();
     // The reader thread may still hold the last lines: read to its EOF.
-    let mut rest = Vec::new();
-    while let Ok(l) = rx.recv_timeout(Duration::from_secs(10)) {
-        rest.push(l);
-    }
+    let rest = rest_of(&rx);
     assert_eq!(
         out.status.code(),
         Some(want_code),

@@ -7,7 +7,6 @@ use std::process::Command;
 
 use common::*;
 use serde_json::Value;
-use testkit::Server;
 
 fn json_lines(text: &str) -> Vec<Value> {
     text.lines()
@@ -82,12 +81,9 @@ fn long_two_thousand_clients_on_a_managed_server() {
 
 #[test]
 fn an_existing_server_without_room_is_refused_before_any_client() {
-    let Some(bin) = testkit::system_mariadbd() else {
-        testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
+    let Some(srv) = system_server(&["--max-connections=20"]) else {
         return;
     };
-    let srv = Server::start(&bin, None, &["--max-connections=20"])
-        .unwrap_or_else(|e| panic!("start server: {e}"));
     let before = srv.status("Connections");
     let out = commitscope()
         .args(["--threads", "50", "--duration", "2", "--no-trace"])
@@ -114,11 +110,9 @@ fn insert_sweep_runs_each_cell_until_its_rows_are_in() {
     if needs_root() {
         return;
     }
-    let Some(bin) = testkit::system_mariadbd() else {
-        testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
+    let Some(srv) = system_server(&[]) else {
         return;
     };
-    let srv = Server::start(&bin, None, &[]).unwrap_or_else(|e| panic!("start server: {e}"));
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("r");
     let (table, _) = run_ok(

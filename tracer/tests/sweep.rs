@@ -499,12 +499,9 @@ fn existing_server_gets_its_settings_back() {
     if needs_root() {
         return;
     }
-    let Some(bin) = testkit::system_mariadbd() else {
-        testkit::skip("no mariadbd installed");
+    let Some(server) = system_server(&["--innodb-flush-log-at-trx-commit=2"]) else {
         return;
     };
-    let server = testkit::Server::start(&bin, None, &["--innodb-flush-log-at-trx-commit=2"])
-        .expect("start server");
     let out = tempfile::tempdir().unwrap();
     let flags = server.client_flags();
     let (table, _) = run_ok(

@@ -116,11 +116,9 @@ fn interrupt_load(srv: &Server, db: &[&str], conn: &[&str], count: &str) -> std:
 
 #[test]
 fn interrupted_load_is_marked_incomplete_and_reloaded() {
-    let Some(bin) = testkit::system_mariadbd() else {
-        testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
+    let Some(srv) = system_server(&[]) else {
         return;
     };
-    let srv = Server::start(&bin, None, &[]).unwrap_or_else(|e| panic!("start server: {e}"));
     let flags = srv.client_flags();
     let conn: Vec<&str> = flags.iter().map(String::as_str).collect();
     let db = ["--workload", "tpcc", "--database", "tpcc_int", "-w", "2"];
@@ -168,12 +166,9 @@ fn interrupted_load_is_marked_incomplete_and_reloaded() {
 
 #[test]
 fn interrupted_load_resumes_at_the_first_unfinished_warehouse() {
-    let Some(bin) = testkit::system_mariadbd() else {
-        testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
+    let Some(srv) = system_server(&["--innodb-buffer-pool-size=512M"]) else {
         return;
     };
-    let srv = Server::start(&bin, None, &["--innodb-buffer-pool-size=512M"])
-        .unwrap_or_else(|e| panic!("start server: {e}"));
     let flags = srv.client_flags();
     let conn: Vec<&str> = flags.iter().map(String::as_str).collect();
     let db = ["--workload", "tpcc", "--database", "tpcc_res", "-w", "3"];
