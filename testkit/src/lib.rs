@@ -45,6 +45,8 @@ pub struct Server {
     pub dir: tempfile::TempDir,
     pub socket: PathBuf,
     pub binary: PathBuf,
+    /// The server's command line after the binary, for [`Server::restart`].
+    args: Vec<String>,
     child: Option<Child>,
 }
 
@@ -102,37 +104,50 @@ impl Server {
             )));
         }
         let socket = dir.path().join("sock");
-        let log = dir.path().join("err.log");
-        let mut cmd = Command::new(binary);
-        cmd.arg("--no-defaults")
-            .arg(format!("--datadir={}", data.display()))
-            .arg(format!("--socket={}", socket.display()))
-            .arg(format!("--pid-file={}", dir.path().join("pid").display()))
-            .arg(format!("--log-error={}", log.display()))
-            .arg(format!("--tmpdir={}", tmp.display()))
-            .args(["--skip-networking", "--innodb-buffer-pool-size=256M"]);
+        let mut args = vec![
+            "--no-defaults".to_string(),
+            format!("--datadir={}", data.display()),
+            format!("--socket={}", socket.display()),
+            format!("--pid-file={}", dir.path().join("pid").display()),
+            format!("--log-error={}", dir.path().join("err.log").display()),
+            format!("--tmpdir={}", tmp.display()),
+            "--skip-networking".into(),
+            "--innodb-buffer-pool-size=256M".into(),
+        ];
         if is_root() {
-            cmd.arg("--user=root");
+            args.push("--user=root".into());
         }
         if let Some(share) = share {
-            cmd.arg(format!("--lc-messages-dir={}", share.display()));
+            args.push(format!("--lc-messages-dir={}", share.display()));
         }
-        cmd.args(extra).stdout(Stdio::null()).stderr(Stdio::null());
-        let child = cmd
-            .spawn()
-            .map_err(|e| StartError(format!("spawn {}: {e}", binary.display())))?;
+        args.extend(extra.iter().map(|a| a.to_string()));
         let mut s = Server {
             dir,
             socket,
             binary: binary.to_owned(),
-            child: Some(child),
+            args,
+            child: None,
         };
+        s.spawn()?;
+        Ok(s)
+    }
+
+    /// Starts the server process and waits until it answers a query.
+    fn spawn(&mut self) -> Result<(), StartError> {
+        let child = Command::new(&self.binary)
+            .args(&self.args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| StartError(format!("spawn {}: {e}", self.binary.display())))?;
+        self.child = Some(child);
+        let log = self.dir.path().join("err.log");
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if s.socket.exists() && s.query("SELECT 1").is_ok() {
-                return Ok(s);
+            if self.socket.exists() && self.query("SELECT 1").is_ok() {
+                return Ok(());
             }
-            if let Some(c) = s.child.as_mut() {
+            if let Some(c) = self.child.as_mut() {
                 if let Ok(Some(st)) = c.try_wait() {
                     return Err(StartError(format!(
                         "server exited ({st}): {}",
@@ -148,6 +163,13 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// Stops the server cleanly and starts it again on the same datadir
+    /// (a new pid); returns once it answers queries.
+    pub fn restart(&mut self) -> Result<(), StartError> {
+        self.stop();
+        self.spawn()
     }
 
     /// commitscope's flags to reach this server as root, ignoring any

@@ -225,13 +225,15 @@ pub struct TraceArgs {
     /// Pid of the server to trace.
     #[arg(long)]
     pub pid: Option<u32>,
-    /// Trace the running process of this server binary.
+    /// Trace the running process of this server binary, and follow it
+    /// through restarts: a new process of it is attached within 0.1 s and
+    /// the counts continue.
     #[arg(long, value_name = "PATH")]
     pub mysqld: Option<PathBuf>,
     /// Seconds per output line.
     #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
     pub interval: f64,
-    /// Stop after this many seconds (default: until Ctrl-C or the server exits).
+    /// Stop after this many seconds (default: until Ctrl-C, or until the --pid process exits).
     #[arg(long, value_name = "SECONDS")]
     pub duration: Option<f64>,
     /// One JSON object per interval, then a summary object.

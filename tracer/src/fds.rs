@@ -51,6 +51,12 @@ pub fn classify(path: &str) -> FileClass {
     FileClass::Other
 }
 
+/// Keys from here up name the files of a server that restarted while it
+/// was followed (see `ProbeSampler::reattach`): real fd numbers stay far
+/// below (the kernel caps them at `nr_open`, 2^20 by default), so the new
+/// server's reused fd numbers never merge with the old server's files.
+pub const FIRST_CARRIED_FD: u32 = 1 << 31;
+
 /// fd -> (path, class) of one process, refreshed while the fd is in use so
 /// that a reused fd number is re-resolved.
 pub struct FdTable {
@@ -76,6 +82,21 @@ impl FdTable {
                 self.known.insert(fd, (path, class));
             }
         }
+    }
+
+    /// Names `key` as `fd` is named now, for good: a followed restart
+    /// keeps the old server's counts under keys of their own.
+    pub fn pin(&mut self, key: u32, fd: u32) {
+        if let Some(v) = self.known.get(&fd).cloned() {
+            self.known.insert(key, v);
+        }
+    }
+
+    /// Reads the fds of `pid` from now on (the restarted server); names
+    /// already known stay until their fd is seen again.
+    pub fn follow(&mut self, pid: u32) {
+        self.dir = PathBuf::from(format!("/proc/{pid}/fd"));
+        self.known.retain(|fd, _| *fd >= FIRST_CARRIED_FD);
     }
 
     pub fn class(&self, fd: u32) -> FileClass {

@@ -1,7 +1,9 @@
 //! The per-interval record: deltas of two cumulative snapshots, with fds
 //! grouped by file class and log2 histograms turned into percentiles.
+use std::collections::HashMap;
+
 use crate::{
-    fds::{FdTable, FileClass},
+    fds::{FdTable, FileClass, FIRST_CARRIED_FD},
     probes::{Probes, Snapshot, WriteProbe},
 };
 use tracer_ebpf::{Counter, HistKind, HIST_BUCKETS};
@@ -213,6 +215,12 @@ pub struct ProbeSampler {
     base_at: std::time::Instant,
     /// Whether the last tick saw any count move.
     changed: bool,
+    /// What earlier attachments counted (a server restart was followed):
+    /// added to every read so the totals continue across the restart.
+    carried: Snapshot,
+    /// The next key for a carried fd: from `u32::MAX` down to
+    /// [`FIRST_CARRIED_FD`].
+    next_carried_fd: u32,
 }
 
 impl ProbeSampler {
@@ -240,7 +248,46 @@ impl ProbeSampler {
             prev: cur,
             base_at: now,
             changed: false,
+            carried: Snapshot::default(),
+            next_carried_fd: u32::MAX,
         }
+    }
+
+    /// The probes' cumulative counts plus what earlier attachments counted.
+    fn read(&self, probes: &Probes) -> crate::error::Result<Snapshot> {
+        let mut cur = probes.read()?;
+        cur.absorb(&self.carried);
+        Ok(cur)
+    }
+
+    /// Continues counting on `probes`, freshly attached to `pid` (the
+    /// restarted server): what was counted so far is kept, under fd keys
+    /// of its own, so the next tick is a delta over the new probes only
+    /// and the totals span both servers.
+    pub fn reattach(&mut self, probes: &Probes, pid: u32) {
+        let mut keys = HashMap::new();
+        for fd in self.prev.fds.keys().chain(self.base.fds.keys()) {
+            if *fd >= FIRST_CARRIED_FD || keys.contains_key(fd) {
+                continue;
+            }
+            let key = self.next_carried_fd;
+            self.next_carried_fd -= 1;
+            self.fds.pin(key, *fd);
+            keys.insert(*fd, key);
+        }
+        let rekey = |s: &Snapshot| Snapshot {
+            fds: s
+                .fds
+                .iter()
+                .map(|(fd, t)| (keys.get(fd).copied().unwrap_or(*fd), *t))
+                .collect(),
+            ..s.clone()
+        };
+        self.carried = rekey(&self.prev);
+        self.prev = self.carried.clone();
+        self.base = rekey(&self.base);
+        self.fds.follow(pid);
+        self.cols = Columns::new(&probes.plan.write, probes.plan.flush.is_some());
     }
 
     /// Whether the last [`ProbeSampler::tick`] saw any count move.
@@ -250,7 +297,7 @@ impl ProbeSampler {
 
     /// The interval since the previous tick.
     pub fn tick(&mut self, probes: &Probes) -> crate::error::Result<Interval> {
-        let cur = probes.read()?;
+        let cur = self.read(probes)?;
         self.fds.refresh(cur.fds.keys().copied());
         let now = std::time::Instant::now();
         let i = Interval::between(

@@ -2,14 +2,15 @@
 //! counts until Ctrl-C, `--duration`, or the server exits.
 use std::{
     io::{stderr, stdout, Write},
-    time::{Duration, SystemTime},
+    path::Path,
+    time::{Duration, Instant, SystemTime},
 };
 
 use crate::{
     cli::TraceArgs,
     error::{Error, Result},
     probes::{profiles, Plan, Probes, Target, WriteProbe},
-    report::{human::Human, json::Json, EndReason, Legend, Sink, Summary},
+    report::{human::Human, json::Json, EndReason, Legend, Restart, Sink, Summary},
     sample::ProbeSampler,
     server::process,
 };
@@ -125,24 +126,49 @@ pub fn verbose_report(probes: &Probes) {
     }
 }
 
-/// The tick loop: one line per interval, then the summary.
+/// Whether `pid` is gone (exited, or a zombie waiting to be reaped).
+fn gone(pid: u32) -> bool {
+    !process::alive(pid)
+}
+
+/// The process of `exe` that replaced the followed one, if exactly one
+/// did: started after it (`after`, its start time), so other servers of
+/// the same binary that ran beside it are not taken for it.
+fn restarted(exe: &Path, old: u32, after: u64) -> Option<u32> {
+    let new: Vec<u32> = process::pids_of(exe)
+        .ok()?
+        .into_iter()
+        .filter(|&pid| pid != old && process::start_ticks(pid).is_some_and(|t| t >= after))
+        .collect();
+    match new.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    }
+}
+
+/// The tick loop: one line per interval, then the summary. With
+/// `--mysqld`, a server that exits is waited for and followed: the new
+/// process of the same binary is attached to within one poll (100 ms)
+/// and the counts continue from where they were.
 async fn run_loop(
-    probes: &mut Probes,
-    target: &Target,
+    mut probes: Probes,
+    mut target: Target,
     args: &TraceArgs,
     sink: &mut dyn Sink,
     legend: &Legend,
 ) -> Result<()> {
     // The maps were created empty at attach: counting starts there, so
     // the baseline is zero, not a first read that could miss early events.
-    let mut sampler = ProbeSampler::since_attach(probes, target.pid);
+    let mut sampler = ProbeSampler::since_attach(&probes, target.pid);
     let mut intervals = 0u64;
+    let mut pids = vec![target.pid];
     let period = Duration::from_secs_f64(args.interval);
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // fds are named while they are open: poll the fd map faster than the
-    // output so short-lived descriptors are still attributed.
-    let mut fd_poll = tokio::time::interval(Duration::from_millis(100));
+    // output so short-lived descriptors are still attributed. The same
+    // poll notices an exit (and, when following, the new process) fast.
+    let mut poll = tokio::time::interval(FOLLOW_POLL);
     let deadline = args
         .duration
         .map(|d| tokio::time::Instant::now() + Duration::from_secs_f64(d.max(0.0)));
@@ -163,18 +189,60 @@ async fn run_loop(
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
     // The terminal went away: detach and summarise all the same.
     let mut sighup = signal(tokio::signal::unix::SignalKind::hangup())?;
+    // When the followed process started (read while it lives), and, while
+    // it is down, since when and which pid left.
+    let mut started = process::start_ticks(target.pid).unwrap_or(0);
+    let mut down: Option<(Instant, u32)> = None;
 
     let end = loop {
         tokio::select! {
-            _ = tick.tick() => {
-                let i = sampler.tick(probes)?;
+            _ = tick.tick(), if down.is_none() => {
+                let i = sampler.tick(&probes)?;
                 sink.interval(SystemTime::now(), &i);
                 intervals += 1;
-                if !process::alive(target.pid) {
+                if gone(target.pid) && args.mysqld.is_none() {
                     break EndReason::TargetExited;
                 }
             }
-            _ = fd_poll.tick() => sampler.poll_fds(probes),
+            _ = poll.tick() => match down {
+                None if gone(target.pid) && args.mysqld.is_some() => {
+                    let exe = args.mysqld.as_deref().unwrap_or(&target.exe);
+                    // What the server did between the last tick and its exit.
+                    let i = sampler.tick(&probes)?;
+                    if sampler.changed() {
+                        sink.interval(SystemTime::now(), &i);
+                        intervals += 1;
+                    }
+                    eprintln!(
+                        "commitscope: pid {} exited; waiting for {} to start again",
+                        target.pid,
+                        exe.display()
+                    );
+                    down = Some((Instant::now(), target.pid));
+                }
+                None => sampler.poll_fds(&mut probes),
+                Some((since, old)) => {
+                    let Some(pid) = args.mysqld.as_deref().and_then(|exe| restarted(exe, old, started)) else {
+                        continue;
+                    };
+                    started = process::start_ticks(pid).unwrap_or(started);
+                    let found = Instant::now();
+                    probes.drain_logs();
+                    let (p, t) = follow(probes, &target, pid)?;
+                    probes = p;
+                    target = t;
+                    sampler.reattach(&probes, pid);
+                    pids.push(pid);
+                    let down_s = since.elapsed().as_secs_f64();
+                    eprintln!(
+                        "commitscope: following pid {pid} (down {down_s:.1} s; attached {} ms after it appeared)",
+                        found.elapsed().as_millis()
+                    );
+                    sink.restart(SystemTime::now(), &Restart { previous_pid: old, pid, down_s });
+                    down = None;
+                    tick.reset();
+                }
+            },
             _ = &mut sleep_until_deadline => break EndReason::Duration,
             _ = sigint.recv() => break EndReason::Interrupted,
             _ = sigterm.recv() => break EndReason::Interrupted,
@@ -183,7 +251,7 @@ async fn run_loop(
     };
     // The partial last interval (also what a dying target did after the
     // last tick), so the totals equal the sum of the printed lines.
-    let i = sampler.tick(probes)?;
+    let i = sampler.tick(&probes)?;
     if sampler.changed() {
         sink.interval(SystemTime::now(), &i);
         intervals += 1;
@@ -195,9 +263,47 @@ async fn run_loop(
             end,
             totals,
             intervals,
+            pids,
         },
     );
+    probes.drain_logs();
     Ok(())
+}
+
+/// How often a followed server's exit and return are looked for.
+const FOLLOW_POLL: Duration = Duration::from_millis(100);
+
+/// Attaches to `pid`, the same binary restarted, then detaches `old` (its
+/// process is gone, and its programs filter on the old pid, so nothing is
+/// counted twice meanwhile). The attach plan is reused when the
+/// executable is the same file; an upgraded binary is resolved again.
+/// Detaching takes the kernel most of a second (each perf event's close
+/// waits for a grace period): it happens on a thread of its own so the
+/// new server is counted at once.
+fn follow(old: Probes, target: &Target, pid: u32) -> Result<(Probes, Target)> {
+    let exe = process::exe_of(pid)?;
+    let next = Target {
+        pid,
+        exe,
+        ..target.clone()
+    };
+    let plan = if same_file(&next.exe, &old.plan.exe) {
+        old.plan.clone()
+    } else {
+        Plan::new(&next)?
+    };
+    let probes = Probes::attach(&next, plan)?;
+    std::thread::spawn(move || drop(old));
+    Ok((probes, next))
+}
+
+/// Same device and inode: the file the plan's offsets were read from.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 pub fn is_root() -> bool {
@@ -216,7 +322,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
     }
     let target = target(&args)?;
     let plan = Plan::new(&target)?;
-    let mut probes = Probes::attach(&target, plan)?;
+    let probes = Probes::attach(&target, plan)?;
     if args.probes.verbose {
         verbose_report(&probes);
     }
@@ -236,13 +342,5 @@ pub fn run(args: TraceArgs) -> Result<()> {
     };
     sink.start(&legend);
     let rt = crate::session::runtime()?;
-    let r = rt.block_on(run_loop(
-        &mut probes,
-        &target,
-        &args,
-        sink.as_mut(),
-        &legend,
-    ));
-    probes.drain_logs();
-    r
+    rt.block_on(run_loop(probes, target, &args, sink.as_mut(), &legend))
 }

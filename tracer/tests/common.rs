@@ -92,6 +92,21 @@ impl Tracer {
         }
     }
 
+    /// Waits (at most `limit`) for a stderr line containing `marker`.
+    pub fn wait_stderr(&mut self, marker: &str, limit: Duration) -> Option<String> {
+        let deadline = Instant::now() + limit;
+        while let Ok(l) = self
+            .stderr
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            self.stderr_lines.push(l.clone());
+            if l.contains(marker) {
+                return Some(l);
+            }
+        }
+        None
+    }
+
     /// Stops with SIGINT (if still running) and returns all JSON lines.
     pub fn finish(self, interrupt: bool) -> Vec<Value> {
         self.finish_all(interrupt).0
@@ -245,6 +260,24 @@ pub fn system_server(extra: &[&str]) -> Option<testkit::Server> {
         return None;
     };
     Some(testkit::Server::start(&bin, None, extra).unwrap_or_else(|e| panic!("start server: {e}")))
+}
+
+/// A throwaway server of the symbolized fixture (exact probes) with the
+/// update table `cs_test.tb` (ids 1-100); None (the test skips, saying
+/// why) where the fixture is absent.
+pub fn symbols_server() -> Option<testkit::Server> {
+    let Some(fix) = testkit::symbols_fixture() else {
+        testkit::skip("../shared/fixtures/mariadb-10.11.18-symbols is absent");
+        return None;
+    };
+    let s = testkit::Server::start(&fix.join("bin/mariadbd"), Some(&fix.join("share")), &[])
+        .unwrap_or_else(|e| panic!("start the symbolized server: {e}"));
+    s.query(
+        "CREATE DATABASE cs_test; CREATE TABLE cs_test.tb (id INT PRIMARY KEY, c INT) ENGINE=InnoDB; \
+         INSERT INTO cs_test.tb SELECT seq, 0 FROM cs_test.seq_1_to_100",
+    )
+    .expect("prepare schema");
+    Some(s)
 }
 
 pub fn workdir() -> tempfile::TempDir {

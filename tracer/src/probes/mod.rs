@@ -196,6 +196,29 @@ pub struct FdTotals {
 }
 
 impl Snapshot {
+    /// Adds `other`'s counts (fds with the same key are summed).
+    pub fn absorb(&mut self, other: &Snapshot) {
+        for (a, b) in self.counters.iter_mut().zip(other.counters) {
+            *a += b;
+        }
+        for (h, o) in self.hists.iter_mut().zip(&other.hists) {
+            for (a, b) in h.iter_mut().zip(o) {
+                *a += b;
+            }
+        }
+        for (fd, t) in &other.fds {
+            let e = self.fds.entry(*fd).or_default();
+            e.syncs += t.syncs;
+            e.sync_ns += t.sync_ns;
+            e.syncs_in_flush += t.syncs_in_flush;
+            e.writes += t.writes;
+            e.write_bytes += t.write_bytes;
+            for (a, b) in e.hist.iter_mut().zip(t.hist) {
+                *a += b;
+            }
+        }
+    }
+
     pub fn counter(&self, c: Counter) -> u64 {
         self.counters[c as usize]
     }

@@ -5,7 +5,7 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
-use super::{Legend, Sink, Summary};
+use super::{Legend, Restart, Sink, Summary};
 use crate::sample::Interval;
 
 pub struct Human<W: Write> {
@@ -106,6 +106,18 @@ impl<W: Write> Sink for Human<W> {
         let _ = self.out.flush();
     }
 
+    fn restart(&mut self, at: SystemTime, r: &Restart) {
+        let _ = writeln!(
+            self.out,
+            "{:<8}  -- pid {} exited; following pid {} (down {:.1} s) --",
+            clock(at),
+            r.previous_pid,
+            r.pid,
+            r.down_s
+        );
+        let _ = self.out.flush();
+    }
+
     fn summary(&mut self, l: &Legend, s: &Summary) {
         let _ = writeln!(
             self.out,
@@ -113,6 +125,10 @@ impl<W: Write> Sink for Human<W> {
             s.totals.interval_s,
             s.end.describe()
         );
+        if s.pids.len() > 1 {
+            let pids: Vec<String> = s.pids.iter().map(u32::to_string).collect();
+            let _ = writeln!(self.out, "followed restarts: pids {}", pids.join(" -> "));
+        }
         probe_totals(&mut self.out, l, &s.totals);
         let _ = self.out.flush();
     }
@@ -259,6 +275,7 @@ mod tests {
                 end: EndReason::Duration,
                 totals: i.clone(),
                 intervals: 1,
+                pids: vec![1],
             },
         );
         String::from_utf8(out).unwrap()

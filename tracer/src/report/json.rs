@@ -7,7 +7,7 @@ use std::{
 
 use serde_json::json;
 
-use super::{Legend, RunHeader, RunSink, RunSummary, Sink, Summary};
+use super::{Legend, Restart, RunHeader, RunSink, RunSummary, Sink, Summary};
 use crate::sample::{Interval, Joined};
 
 pub struct Json<W: Write> {
@@ -25,20 +25,31 @@ impl<W: Write> Json<W> {
     }
 }
 
+fn unix_time(at: SystemTime) -> f64 {
+    at.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
 impl<W: Write> Sink for Json<W> {
     fn start(&mut self, l: &Legend) {
         self.line(json!({ "type": "start", "legend": l }));
     }
 
     fn interval(&mut self, at: SystemTime, i: &Interval) {
-        let ts = at
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
         let mut v = serde_json::to_value(i).unwrap_or_default();
         if let Some(o) = v.as_object_mut() {
             o.insert("type".into(), json!("interval"));
-            o.insert("unix_time".into(), json!(ts));
+            o.insert("unix_time".into(), json!(unix_time(at)));
+        }
+        self.line(v);
+    }
+
+    fn restart(&mut self, at: SystemTime, r: &Restart) {
+        let mut v = serde_json::to_value(r).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("type".into(), json!("restart"));
+            o.insert("unix_time".into(), json!(unix_time(at)));
         }
         self.line(v);
     }
@@ -48,6 +59,7 @@ impl<W: Write> Sink for Json<W> {
             "type": "summary",
             "end": s.end,
             "intervals": s.intervals,
+            "pids": s.pids,
             "legend": l,
             "totals": s.totals,
         }));

@@ -67,11 +67,25 @@ pub struct Summary {
     pub end: EndReason,
     pub totals: Interval,
     pub intervals: u64,
+    /// Every pid traced, in order: more than one when `trace --mysqld`
+    /// followed the server through restarts.
+    pub pids: Vec<u32>,
+}
+
+/// A followed server came back as a new process (`trace --mysqld`).
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct Restart {
+    pub previous_pid: u32,
+    pub pid: u32,
+    /// Seconds between noticing the exit and attaching to the new process.
+    pub down_s: f64,
 }
 
 pub trait Sink {
     fn start(&mut self, legend: &Legend);
     fn interval(&mut self, at: SystemTime, i: &Interval);
+    /// Said in the output stream, between the intervals before and after.
+    fn restart(&mut self, at: SystemTime, r: &Restart);
     fn summary(&mut self, legend: &Legend, s: &Summary);
 }
 

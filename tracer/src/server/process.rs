@@ -76,8 +76,14 @@ pub fn wait_group_gone(pgid: u32, limit: std::time::Duration) -> Vec<u32> {
     }
 }
 
-/// The single running process whose executable is `exe`.
-pub fn pid_of(exe: &Path) -> Result<u32> {
+/// When `pid` started, in clock ticks since boot (`/proc/<pid>/stat`
+/// field 22): orders processes without trusting pid order, which wraps.
+pub fn start_ticks(pid: u32) -> Option<u64> {
+    stat_fields(pid)?.get(19)?.parse().ok()
+}
+
+/// The live processes whose executable is `exe`, in pid order.
+pub fn pids_of(exe: &Path) -> Result<Vec<u32>> {
     let want = std::fs::canonicalize(exe).map_err(|source| Error::Read {
         path: exe.to_owned(),
         source,
@@ -92,6 +98,12 @@ pub fn pid_of(exe: &Path) -> Result<u32> {
         .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| p == want))
         .collect();
     pids.sort_unstable();
+    Ok(pids)
+}
+
+/// The single running process whose executable is `exe`.
+pub fn pid_of(exe: &Path) -> Result<u32> {
+    let pids = pids_of(exe)?;
     match pids.as_slice() {
         [] => Err(Error::NotRunning {
             path: exe.to_owned(),
