@@ -95,11 +95,31 @@ impl ConnArgs {
             || self.defaults_file.is_some()
     }
 
+    /// Says once per process, as the mysql client does, that a password
+    /// on the command line is visible to other users (`ps`, shell history).
+    fn warn_password_on_command_line(&self) {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        let in_dsn = self.dsn.as_deref().and_then(dsn_password).is_some();
+        if self.password.is_some() || in_dsn {
+            ONCE.call_once(|| {
+                eprintln!(
+                    "commitscope: [Warning] Using a password on the command line interface can be insecure."
+                )
+            });
+        }
+    }
+
     pub fn resolve(&self) -> Result<Endpoint> {
+        self.warn_password_on_command_line();
         if let Some(dsn) = &self.dsn {
+            // The parser's message may quote the URL: say what is wrong
+            // without it (it may hold a password).
             let o = Opts::from_url(dsn).map_err(|e| Error::BadInput {
                 what: "--dsn",
-                detail: format!("{e} (expected mysql://user:pass@host:port/)"),
+                detail: format!(
+                    "{} (expected mysql://user:pass@host:port/)",
+                    redact(&e.to_string(), dsn)
+                ),
             })?;
             return Ok(Endpoint {
                 socket: o.socket().map(str::to_string),
@@ -158,6 +178,28 @@ impl ConnArgs {
             user,
             password,
         })
+    }
+}
+
+/// The password of a `mysql://user:pass@host/` URL, also of a malformed
+/// one (`mysql//user:pass@host`): what must never be printed back.
+fn dsn_password(dsn: &str) -> Option<&str> {
+    let head = match dsn.split_once("://") {
+        Some((_, rest)) => rest.split(['/', '?']).next().unwrap_or(""),
+        None => dsn,
+    };
+    let (userinfo, _) = head.rsplit_once('@')?;
+    let user = userinfo.rsplit('/').next().unwrap_or(userinfo);
+    let (_, pass) = user.split_once(':')?;
+    (!pass.is_empty()).then_some(pass)
+}
+
+/// `text` with the DSN, and any password in it, replaced.
+fn redact(text: &str, dsn: &str) -> String {
+    let out = text.replace(dsn, "<dsn>");
+    match dsn_password(dsn) {
+        Some(pass) => out.replace(pass, "<password>"),
+        None => out,
     }
 }
 
@@ -263,6 +305,18 @@ mod tests {
         };
         let ep = a.resolve().unwrap();
         assert_eq!((ep.socket, ep.host.as_str(), ep.port), (None, "db1", 3307));
+    }
+
+    #[test]
+    fn a_dsn_password_is_found_to_be_redacted() {
+        assert_eq!(dsn_password("mysql://bob:pw@db2:3310/"), Some("pw"));
+        assert_eq!(dsn_password("mysql://bob@db2/?socket=/a@b"), None);
+        assert_eq!(dsn_password("mysql//bob:pw@db2:x/"), Some("pw"));
+        assert_eq!(dsn_password("mysql://bob:@db2/"), None);
+        assert_eq!(
+            redact("bad url mysql://bob:pw9@h/ (pw9)", "mysql://bob:pw9@h/"),
+            "bad url <dsn> (<password>)"
+        );
     }
 
     #[test]

@@ -1,0 +1,193 @@
+//! A password given on the command line (`-p`, `--password`, `--dsn`)
+//! never appears in anything commitscope prints or writes: stdout,
+//! stderr with `-v`, the JSON start object, error messages, `--csv`,
+//! a sweep's results directory. And `-p` says what the mysql client says.
+mod common;
+
+use std::{path::Path, process::Output};
+
+use common::*;
+
+/// The password under test: distinctive, so a hit cannot be a coincidence.
+const SECRET: &str = "Canary-7f3a-pw";
+/// A wrong password, which the error message must not repeat either.
+const WRONG: &str = "Wrong-9c1e-pw";
+
+const WARNING: &str =
+    "commitscope: [Warning] Using a password on the command line interface can be insecure.";
+
+fn everything(out: &Output, files: &Path) -> String {
+    let mut all = String::from_utf8_lossy(&out.stdout).into_owned();
+    all.push_str(&String::from_utf8_lossy(&out.stderr));
+    for e in walk(files) {
+        all.push_str(&String::from_utf8_lossy(&std::fs::read(e).unwrap()));
+    }
+    all
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+        let p = e.path();
+        if p.is_dir() {
+            v.extend(walk(&p));
+        } else {
+            v.push(p);
+        }
+    }
+    v
+}
+
+#[test]
+fn a_password_never_appears_in_any_output() {
+    if needs_root() {
+        return;
+    }
+    let Some(server) = system_server(&[]) else {
+        return;
+    };
+    server
+        .query(&format!(
+            "CREATE USER cs@localhost IDENTIFIED BY '{SECRET}'; GRANT ALL ON *.* TO cs@localhost"
+        ))
+        .expect("create the user");
+    let sock = server.socket.to_str().unwrap().to_string();
+    let files = tempfile::tempdir().unwrap();
+    let f = files.path().to_str().unwrap().to_string();
+    let pw_short = format!("-p{SECRET}");
+    let pw_long = format!("--password={SECRET}");
+    let dsn = format!("mysql://cs:{SECRET}@localhost/?socket={sock}");
+    let base = ["-S", &sock, "-u", "cs", "--defaults-file", "/dev/null"];
+    // (what, args, expected to succeed)
+    let runs: Vec<(&str, Vec<String>, bool)> = vec![
+        (
+            "main command, -p, --json -v --csv",
+            [
+                &base[..],
+                &[
+                    &pw_short,
+                    "--threads",
+                    "2",
+                    "--duration",
+                    "2",
+                    "--json",
+                    "-v",
+                ],
+            ]
+            .concat()
+            .iter()
+            .map(|s| s.to_string())
+            .chain(["--csv".into(), format!("{f}/ticks.csv")])
+            .collect(),
+            true,
+        ),
+        (
+            "main command, --dsn, table",
+            vec![
+                "--dsn".into(),
+                dsn.clone(),
+                "--threads".into(),
+                "2".into(),
+                "--duration".into(),
+                "2".into(),
+                "-v".into(),
+            ],
+            true,
+        ),
+        (
+            "sweep, --password",
+            [
+                &["sweep"][..],
+                &base[..],
+                &[
+                    &pw_long,
+                    "--threads",
+                    "1,2",
+                    "--duration",
+                    "1",
+                    "--warmup",
+                    "0",
+                ],
+            ]
+            .concat()
+            .iter()
+            .map(|s| s.to_string())
+            .chain(["--out".into(), format!("{f}/sweep")])
+            .collect(),
+            true,
+        ),
+        (
+            "workload, -p",
+            [
+                &["workload"][..],
+                &base[..],
+                &[&pw_short, "--threads", "2", "--duration", "1", "--json"],
+            ]
+            .concat()
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            true,
+        ),
+        (
+            "wrong password",
+            [&base[..], &[&format!("-p{WRONG}"), "--duration", "1", "-v"]]
+                .concat()
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            false,
+        ),
+        (
+            "unparsable --dsn holding a password",
+            vec![
+                "--dsn".into(),
+                format!("mysql//cs:{SECRET}@localhost:notaport/"),
+                "-v".into(),
+            ],
+            false,
+        ),
+        (
+            "wrong password in --dsn",
+            vec![
+                "--dsn".into(),
+                format!("mysql://cs:{WRONG}@localhost/?socket={sock}"),
+                "-v".into(),
+            ],
+            false,
+        ),
+    ];
+    for (what, args, ok) in runs {
+        let out = commitscope().args(&args).output().unwrap();
+        let all = everything(&out, files.path());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.success(), ok, "{what}: {err}");
+        if !ok {
+            one_error_line(&err);
+        }
+        assert!(
+            !all.contains(SECRET),
+            "{what}: the password is in the output:\n{all}"
+        );
+        assert!(
+            !all.contains(WRONG),
+            "{what}: the wrong password is in the output:\n{all}"
+        );
+        // As the mysql client: once, on stderr, when a password is on
+        // the command line.
+        assert_eq!(err.matches(WARNING).count(), 1, "{what}: {err}");
+    }
+    // The runs above did write what is grepped.
+    assert!(files.path().join("ticks.csv").exists());
+    assert!(files.path().join("sweep/cells.jsonl").exists());
+    // No password, no warning.
+    let out = commitscope()
+        .args(&base)
+        .args(["--no-trace", "--duration", "1", "--threads", "1"])
+        .env("MYSQL_PWD", SECRET)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "MYSQL_PWD: {err}");
+    assert!(!err.contains("[Warning]"), "{err}");
+}
