@@ -182,7 +182,7 @@ fn a_password_never_appears_in_any_output() {
     assert!(files.path().join("sweep/cells.jsonl").exists());
     // No password, no warning.
     let out = commitscope()
-        .args(&base)
+        .args(base)
         .args(["--no-trace", "--duration", "1", "--threads", "1"])
         .env("MYSQL_PWD", SECRET)
         .output()
