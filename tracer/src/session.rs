@@ -246,7 +246,11 @@ pub async fn setup(
             keep: server.keep,
             sizing,
         })?;
-        ph.note(format_args!("temp dir {}", m.dir().display()));
+        ph.note(format_args!(
+            "temp dir {} (server runs as {})",
+            m.dir().display(),
+            m.run_as.describe()
+        ));
         // The server is owned by `managed` from here on: whatever happens
         // next, dropping it stops the server and removes the dir.
         let m = managed.insert(m);

@@ -19,11 +19,16 @@ struct Running {
     out: std::sync::mpsc::Receiver<String>,
     /// The stdout lines read so far (the start object and two ticks).
     seen: Vec<String>,
+    /// The stderr lines read so far (the `-v` startup phases).
+    said: Vec<String>,
     server: u32,
 }
 
 fn managed_run(duration: &str) -> Running {
-    let wd = workdir();
+    managed_run_in(workdir(), duration)
+}
+
+fn managed_run_in(wd: tempfile::TempDir, duration: &str) -> Running {
     let mut child = commitscope()
         .args(["-v", "--threads", "8", "--duration", duration, "--json"])
         .args(["--workdir", wd.path().to_str().unwrap()])
@@ -33,7 +38,7 @@ fn managed_run(duration: &str) -> Running {
         .unwrap();
     let err = lines_of(child.stderr.take().unwrap());
     let out = lines_of(child.stdout.take().unwrap());
-    wait_for(&err, "] run ...");
+    let said = wait_for(&err, "] run ...");
     let mut seen = wait_for(&out, "\"type\":\"tick\"");
     seen.extend(wait_for(&out, "\"type\":\"tick\""));
     // Our own command line names the workdir too.
@@ -48,8 +53,86 @@ fn managed_run(duration: &str) -> Running {
         err,
         out,
         seen,
+        said,
         server: servers[0],
     }
+}
+
+/// The real user id a process runs as.
+fn uid_of(pid: u32) -> u32 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// The `mysql` account's uid, from `id -u mysql`.
+fn mysql_uid() -> Option<u32> {
+    let out = std::process::Command::new("id")
+        .args(["-u", "mysql"])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+#[test]
+fn as_root_the_managed_server_runs_as_the_mysql_user() {
+    if needs_root() {
+        return;
+    }
+    let Some(mysql) = mysql_uid() else {
+        testkit::skip("no mysql system user: run `cargo xtask setup` (mariadb-server creates it)");
+        return;
+    };
+    let r = managed_run("3");
+    let ctx = format!("{:?}", r.said);
+    assert!(
+        r.said
+            .iter()
+            .any(|l| l.contains("(server runs as user mysql)")),
+        "{ctx}"
+    );
+    assert_eq!(uid_of(r.server), mysql, "{ctx}");
+    use std::os::unix::fs::MetadataExt;
+    let dirs: Vec<_> = std::fs::read_dir(r.wd.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let m = std::fs::metadata(&dirs[0]).unwrap();
+    assert_eq!((m.uid(), m.mode() & 0o777), (mysql, 0o700), "{ctx}");
+    assert_eq!(
+        std::fs::metadata(dirs[0].join("data")).unwrap().uid(),
+        mysql
+    );
+    let Running { wd, mut child, .. } = r;
+    assert!(child.wait().unwrap().success());
+    assert_clean(wd.path());
+
+    // A workdir the mysql user cannot enter: the server runs as root, said why.
+    let private = tempfile::Builder::new()
+        .prefix("cs-private-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    std::fs::set_permissions(
+        private.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let inner = tempfile::Builder::new()
+        .prefix("wd-")
+        .tempdir_in(private.path())
+        .unwrap();
+    let r = managed_run_in(inner, "3");
+    assert!(
+        r.said.iter().any(|l| l
+            .contains("(server runs as user root (the mysql user cannot enter the --workdir))")),
+        "{:?}",
+        r.said
+    );
+    assert_eq!(uid_of(r.server), 0);
+    let Running { wd, mut child, .. } = r;
+    assert!(child.wait().unwrap().success());
+    assert_clean(wd.path());
 }
 
 #[test]
@@ -163,6 +246,7 @@ fn a_stopped_server_is_marked_stalled_and_the_run_goes_on() {
         out,
         mut seen,
         server,
+        ..
     } = managed_run("16");
     // SAFETY: signalling the test's own grandchild, the managed server.
     unsafe { libc::kill(server as i32, libc::SIGSTOP) };

@@ -80,8 +80,113 @@ fn reap_group(pgid: u32) {
     }
 }
 
+/// The account a root-started server drops to, as the distributions'
+/// init scripts do: a server running as root can write anywhere.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SystemUser {
+    pub name: String,
+    uid: libc::uid_t,
+    gid: libc::gid_t,
+}
+
+impl SystemUser {
+    /// The `mysql` account, when it exists.
+    fn mysql() -> Option<SystemUser> {
+        let name = std::ffi::CString::new("mysql").ok()?;
+        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut buf = vec![0 as libc::c_char; 4096];
+        let mut out: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: valid pointers and buffer length; getpwnam_r is re-entrant.
+        let rc = unsafe {
+            libc::getpwnam_r(
+                name.as_ptr(),
+                &mut pw,
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut out,
+            )
+        };
+        (rc == 0 && !out.is_null()).then(|| SystemUser {
+            name: "mysql".into(),
+            uid: pw.pw_uid,
+            gid: pw.pw_gid,
+        })
+    }
+
+    /// Whether this user may enter `dir`: search permission on it and on
+    /// every directory above it (else the server could not reach its
+    /// datadir, e.g. under a 0700 home directory).
+    fn can_reach(&self, dir: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        dir.ancestors().all(|d| {
+            let Ok(m) = fs::metadata(d) else {
+                return false;
+            };
+            let bit = if m.uid() == self.uid {
+                0o100
+            } else if m.gid() == self.gid {
+                0o010
+            } else {
+                0o001
+            };
+            m.mode() & bit != 0
+        })
+    }
+
+    /// Hands `path` (not recursively) to this user.
+    fn own(&self, path: &Path) -> std::io::Result<()> {
+        std::os::unix::fs::chown(path, Some(self.uid), Some(self.gid))
+    }
+}
+
+/// Who the managed server runs as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunAs {
+    /// Not root: the server runs as the caller.
+    Caller,
+    /// Root, and the `mysql` account exists and can reach the workdir.
+    System(SystemUser),
+    /// Root without a usable `mysql` account: `--user=root`, and why.
+    Root(&'static str),
+}
+
+impl RunAs {
+    fn choose(workdir: &Path) -> RunAs {
+        if !Managed::as_root() {
+            return RunAs::Caller;
+        }
+        match SystemUser::mysql() {
+            None => RunAs::Root("no mysql system user"),
+            Some(u) if !u.can_reach(workdir) => {
+                RunAs::Root("the mysql user cannot enter the --workdir")
+            }
+            Some(u) => RunAs::System(u),
+        }
+    }
+
+    /// The server's `--user=` value, if any.
+    fn user_arg(&self) -> Option<String> {
+        match self {
+            RunAs::Caller => None,
+            RunAs::System(u) => Some(format!("--user={}", u.name)),
+            RunAs::Root(_) => Some("--user=root".into()),
+        }
+    }
+
+    /// "user mysql", "user root (no mysql system user)", for `-v`.
+    pub fn describe(&self) -> String {
+        match self {
+            RunAs::Caller => "the caller's user".into(),
+            RunAs::System(u) => format!("user {}", u.name),
+            RunAs::Root(why) => format!("user root ({why})"),
+        }
+    }
+}
+
 pub struct Managed {
     pub cfg: ManagedConfig,
+    /// Who the server runs as.
+    pub run_as: RunAs,
     pub socket: PathBuf,
     pub log: PathBuf,
     data: PathBuf,
@@ -145,6 +250,14 @@ impl Managed {
         };
         let tmp = dir.join("tmp");
         fs::create_dir_all(&tmp).map_err(wd_err)?;
+        // The temp dir stays 0700, owned by the account the server runs
+        // as: it creates the datadir, socket and logs in it.
+        let run_as = RunAs::choose(&cfg.workdir);
+        if let RunAs::System(u) = &run_as {
+            for p in [&dir, &tmp] {
+                u.own(p).map_err(wd_err)?;
+            }
+        }
         if on_tmpfs(&dir) {
             eprintln!(
                 "commitscope: warning: {} is on tmpfs, where fsync costs nothing and commits need no grouping; pass --workdir on a disk",
@@ -152,6 +265,7 @@ impl Managed {
             );
         }
         Ok(Managed {
+            run_as,
             socket: dir.join("mysqld.sock"),
             log: dir.join("error.log"),
             data: dir.join("data"),
@@ -186,9 +300,7 @@ impl Managed {
         if let Some(m) = &b.messages {
             a.push(format!("--lc-messages-dir={}", m.display()));
         }
-        if Self::as_root() {
-            a.push("--user=root".into());
-        }
+        a.extend(self.run_as.user_arg());
         a
     }
 
@@ -201,6 +313,13 @@ impl Managed {
             path: init_log.clone(),
             source,
         })?;
+        // MySQL's --initialize opens it again, as the server's user.
+        if let RunAs::System(u) = &self.run_as {
+            u.own(&init_log).map_err(|source| Error::Workdir {
+                path: init_log.clone(),
+                source,
+            })?;
+        }
         let mut cmd = match b.init_method()? {
             InitMethod::InitializeInsecure => {
                 let mut c = Command::new(&b.path);
@@ -217,9 +336,7 @@ impl Managed {
                 if own {
                     c.arg(format!("--basedir={}", b.basedir.display()));
                 }
-                if Self::as_root() {
-                    c.arg("--user=root");
-                }
+                c.args(self.run_as.user_arg());
                 c
             }
         };
