@@ -89,6 +89,14 @@ pub enum Error {
     #[error("the server did not start: {detail}; check --server-option values (--keep keeps the temp dir and its error.log)")]
     ServerStart { detail: String },
 
+    /// The managed server's init or start ran out of space in --workdir.
+    #[error("{phase}: the --workdir filesystem {workdir} is full: {line}; pass --workdir on a filesystem with more room")]
+    WorkdirFull {
+        phase: &'static str,
+        workdir: PathBuf,
+        line: String,
+    },
+
     #[error("invalid --server-option {0}")]
     BadServerOption(String),
 

@@ -39,7 +39,10 @@ fn main() -> ExitCode {
             ExitCode::from(130)
         }
         // The server went away mid-run: the summary is out, the code says so.
-        Err(e @ Error::ServerLost { .. }) => {
+        Err(
+            e @ (Error::ServerLost { .. }
+            | Error::Workload(workload::Error::ServerCannotWrite { .. })),
+        ) => {
             eprintln!("commitscope: {e}");
             ExitCode::from(3)
         }

@@ -421,6 +421,8 @@ impl Stage {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut fd_poll = tokio::time::interval(Duration::from_millis(100));
         let mut stall = crate::sample::StallClock::default();
+        // What stopped the run when the server could not write.
+        let mut fatal: Option<String> = None;
         let mut done_poll = tokio::time::interval(Duration::from_millis(20));
         let deadline = async {
             match m.duration {
@@ -444,6 +446,18 @@ impl Stage {
                     let mut j = Joined::new(w, t);
                     j.stalled_s = stall.tick(&j.workload);
                     sink.tick(SystemTime::now(), &j);
+                    // A stall may be the server waiting for disk space
+                    // (a binlog write): its process list says so.
+                    if j.stalled_s.is_some() {
+                        if let Some(why) = status::waiting_for_space(&self.endpoint).await {
+                            fatal = Some(format!("the server's disk is full: {why}"));
+                            break EndReason::ServerCannotWrite;
+                        }
+                    }
+                    if let Some(f) = engine.fatal() {
+                        fatal = Some(f);
+                        break EndReason::ServerCannotWrite;
+                    }
                     if !base_marked && elapsed + 0.001 >= warmup {
                         // Later ticks are measured: both halves and the
                         // server's counters start their window here.
@@ -512,6 +526,16 @@ impl Stage {
             p.drain_logs();
         }
         let mut s = RunSummary::new(end, wsum, totals, checks);
+        if let Some(f) = fatal {
+            if let Some(m) = self.managed.as_mut() {
+                m.cannot_write();
+            }
+            // The managed server's own account of it, when it gave one.
+            s.ended = match self.managed.as_ref().and_then(Managed::disk_full_line) {
+                Some(line) if !f.contains(&line) => format!("{f} (error log: {line})"),
+                _ => f,
+            };
+        }
         if end == EndReason::TargetExited {
             s.ended = format!(
                 "the server died ({})",
@@ -645,7 +669,7 @@ pub fn run(args: crate::cli::RunArgs) -> Result<()> {
         let r = stage.measure(&m, sink.as_mut(), &stop, &ph).await;
         stage.close(&ph).await;
         match r? {
-            s if s.end == EndReason::TargetExited => Err(Error::ServerLost { detail: s.ended }),
+            s if s.end.server_failed() => Err(Error::ServerLost { detail: s.ended }),
             _ => Ok(()),
         }
     })

@@ -291,3 +291,202 @@ fn a_stopped_server_is_marked_stalled_and_the_run_goes_on() {
     );
     assert_clean(wd.path());
 }
+
+/// A small filesystem for a managed server's workdir: a loop-mounted ext4
+/// image (a real disk's behaviour: ENOSPC from the block allocator), else a
+/// size-limited tmpfs where loop devices are unavailable. Unmounted on drop.
+struct SmallFs {
+    _dir: tempfile::TempDir,
+    mnt: std::path::PathBuf,
+    kind: &'static str,
+}
+
+impl SmallFs {
+    fn new(mib: u64) -> SmallFs {
+        let dir = tempfile::Builder::new()
+            .prefix("cs-smallfs-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let img = dir.path().join("fs.img");
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let ok = |c: &mut std::process::Command| c.output().is_ok_and(|o| o.status.success());
+        std::fs::File::create(&img)
+            .unwrap()
+            .set_len(mib << 20)
+            .unwrap();
+        let m = mnt.to_str().unwrap();
+        let kind = if ok(std::process::Command::new("mkfs.ext4")
+            .args(["-q", "-F"])
+            .arg(&img))
+            && ok(std::process::Command::new("mount")
+                .args(["-o", "loop"])
+                .arg(&img)
+                .arg(m))
+        {
+            "loop-mounted ext4"
+        } else {
+            let size = format!("size={mib}m");
+            assert!(
+                ok(std::process::Command::new("mount")
+                    .args(["-t", "tmpfs", "-o", &size, "tmpfs", m])),
+                "neither a loop device nor tmpfs could be mounted"
+            );
+            "size-limited tmpfs"
+        };
+        eprintln!("full-disk test on a {mib} MiB {kind}");
+        SmallFs {
+            _dir: dir,
+            mnt,
+            kind,
+        }
+    }
+
+    /// Takes all but `leave` bytes of the free space.
+    fn fill(&self, leave: u64) {
+        let c = std::ffi::CString::new(self.mnt.to_str().unwrap()).unwrap();
+        // SAFETY: a valid path and a zeroed out-struct.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut st) }, 0);
+        let free = st.f_bavail * st.f_frsize;
+        let f = std::fs::File::create(self.mnt.join("ballast")).unwrap();
+        use std::os::fd::AsRawFd;
+        // SAFETY: an open file we own.
+        let rc = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, free.saturating_sub(leave) as i64) };
+        assert_eq!(rc, 0, "fallocate: {}", std::io::Error::last_os_error());
+    }
+
+    /// What is on it besides the ballast and ext4's lost+found.
+    fn left(&self) -> Vec<String> {
+        std::fs::read_dir(&self.mnt)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "ballast" && n != "lost+found")
+            .collect()
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.mnt).status();
+    }
+}
+
+/// The main command on a managed server in `fs`, filled once it runs:
+/// (exit code, stderr lines, JSON lines).
+fn fill_during_run(fs: &SmallFs, args: &[&str]) -> (Option<i32>, Vec<String>, Vec<Value>) {
+    let mut child = commitscope()
+        .args(["-v", "--threads", "8", "--duration", "120", "--json"])
+        .args(["--workdir", fs.mnt.to_str().unwrap()])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = lines_of(child.stderr.take().unwrap());
+    let out = lines_of(child.stdout.take().unwrap());
+    let mut said = wait_for(&err, "] run ...");
+    let mut seen = wait_for(&out, "\"type\":\"tick\"");
+    fs.fill(2 << 20);
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "still running 60 s after the disk filled"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    eprintln!(
+        "ended {:.1} s after the disk filled",
+        t0.elapsed().as_secs_f64()
+    );
+    said.extend(rest_of(&err));
+    seen.extend(rest_of(&out));
+    (status.code(), said, json_of(&seen))
+}
+
+fn assert_disk_full_end(
+    code: Option<i32>,
+    said: &[String],
+    lines: &[Value],
+    servers_words: &str,
+    fs: &SmallFs,
+) {
+    let ctx = format!("{} {said:?}", fs.kind);
+    assert_eq!(code, Some(3), "{ctx}");
+    let s = lines.last().expect("a summary");
+    assert_eq!(s["type"], "summary", "{s}");
+    assert_eq!(s["end"], "server-cannot-write", "{s}");
+    let ended = s["ended"].as_str().unwrap();
+    assert!(ended.starts_with("the server's disk is full: "), "{ended}");
+    assert!(ended.contains(servers_words), "{ended}");
+    assert!(s["workload"]["txns"].as_u64().unwrap() > 0, "{s}");
+    // One line says it, after the summary; no error line besides.
+    let line = format!("commitscope: {ended}: the summary above covers the run up to then");
+    assert!(said.contains(&line), "{ctx}");
+    assert!(
+        !said.iter().any(|l| l.contains("commitscope: error")),
+        "{ctx}"
+    );
+    assert_eq!(fs.left(), Vec::<String>::new(), "{ctx}");
+    assert!(servers_under(&fs.mnt).is_empty(), "{ctx}");
+}
+
+#[test]
+fn a_full_disk_ends_the_run_with_the_servers_error() {
+    if needs_root() {
+        return;
+    }
+    // Inserts: the tablespace cannot grow, every client gets 1114.
+    let fs = SmallFs::new(300);
+    let (code, said, lines) = fill_during_run(&fs, &["--workload", "insert"]);
+    assert_disk_full_end(code, &said, &lines, "The table 'test_load' is full", &fs);
+    drop(fs);
+
+    // Updates with the binlog on: the binlog write waits for space and
+    // every commit behind it stalls; the server's process list says why.
+    let fs = SmallFs::new(300);
+    let (code, said, lines) = fill_during_run(
+        &fs,
+        &[
+            "--server-option",
+            "log_bin=ON",
+            "--server-option",
+            "sync_binlog=1",
+        ],
+    );
+    assert_disk_full_end(
+        code,
+        &said,
+        &lines,
+        "Waiting for someone to free space",
+        &fs,
+    );
+}
+
+#[test]
+fn a_workdir_too_small_to_initialise_is_one_line() {
+    if needs_root() {
+        return;
+    }
+    // The redo log alone (96 MiB) does not fit.
+    let fs = SmallFs::new(48);
+    let out = commitscope()
+        .args(["--duration", "5", "--workdir", fs.mnt.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let line = one_error_line(&err);
+    assert!(
+        line.contains("No space left on device")
+            || line.contains("error 28")
+            || line.contains("full"),
+        "{line}"
+    );
+    assert_eq!(fs.left(), Vec::<String>::new(), "{err}");
+    assert!(servers_under(&fs.mnt).is_empty());
+}

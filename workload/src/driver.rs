@@ -54,6 +54,14 @@ impl Driver {
         }
     }
 
+    /// The error the run stopped on (a full disk), once one came.
+    pub fn fatal(&self) -> Option<String> {
+        match self {
+            Driver::Simple(e) => e.fatal(),
+            Driver::Tpcc(d) => d.fatal(),
+        }
+    }
+
     pub fn stop(self) -> Result<(IntervalSample, Summary)> {
         match self {
             Driver::Simple(e) => (*e).stop(),

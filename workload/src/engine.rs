@@ -114,6 +114,8 @@ struct Shared {
     last_commit_us: AtomicU64,
     errors_by_code: Mutex<BTreeMap<String, u64>>,
     reported: Mutex<HashSet<String>>,
+    /// Set by the first error the run must stop on (a full disk).
+    fatal: crate::fatal::Fatal,
 }
 
 /// What one attempt of a transaction came to, whichever client ran it.
@@ -123,7 +125,7 @@ enum Attempt {
     Retry,
     /// Any other server error: counted, next transaction.
     Failed {
-        code: String,
+        code: u16,
         msg: String,
     },
     /// The connection is gone: counted, reconnect.
@@ -140,7 +142,7 @@ impl From<std::result::Result<(), mysql::Error>> for Attempt {
                 Attempt::Retry
             }
             Err(mysql::Error::MySqlError(e)) => Attempt::Failed {
-                code: e.code.to_string(),
+                code: e.code,
                 msg: e.to_string(),
             },
             Err(e) => Attempt::Lost { msg: e.to_string() },
@@ -158,7 +160,7 @@ impl From<std::result::Result<(), mysql_async::Error>> for Attempt {
                 Attempt::Retry
             }
             Err(mysql_async::Error::Server(e)) => Attempt::Failed {
-                code: e.code.to_string(),
+                code: e.code,
                 msg: e.to_string(),
             },
             Err(e) => Attempt::Lost { msg: e.to_string() },
@@ -226,7 +228,12 @@ impl Shared {
                 }
             }
             Attempt::Failed { code, msg } => {
-                self.error(w, code, &msg);
+                self.error(w, code.to_string(), &msg);
+                if self.fatal.note(code, &msg) {
+                    // Idle until the run ends: the session stops it.
+                    self.stop.store(true, Ordering::Relaxed);
+                    return Next::Stop;
+                }
                 Next::Advance { rollback: insert }
             }
             Attempt::Lost { msg } => {
@@ -242,6 +249,11 @@ impl Shared {
         }
         if let Ok(mut m) = self.errors_by_code.lock() {
             *m.entry(code.clone()).or_default() += 1;
+        }
+        // After the stop, a worker left behind on a frozen server reports
+        // only the server's going away: not worth a line.
+        if self.stopped() {
+            return;
         }
         if let Ok(mut r) = self.reported.lock() {
             if r.insert(code.clone()) {
@@ -538,6 +550,7 @@ impl Engine {
             start: Instant::now(),
             last_commit_us: AtomicU64::new(0),
             errors_by_code: Mutex::new(BTreeMap::new()),
+            fatal: Default::default(),
             reported: Mutex::new(HashSet::new()),
         });
         // Every connection is opened before the clock starts, so a bad
@@ -619,11 +632,16 @@ impl Engine {
         self.workers.finished()
     }
 
+    /// The error the run stopped on (a full disk), once one came.
+    pub fn fatal(&self) -> Option<String> {
+        self.shared.fatal.get()
+    }
+
     /// Stops the workers, takes the last partial sample, and summarises.
     /// Returns the last sample too, so a printer can show it.
     pub fn stop(mut self) -> Result<(IntervalSample, Summary)> {
         self.shared.stop.store(true, Ordering::Relaxed);
-        self.workers.join()?;
+        self.workers.join(crate::workers::STOP_GRACE)?;
         let last = self.sample()?;
         let w = Window::of(&self.samples);
         // From the end of connecting (the engine's clock) to the last commit.

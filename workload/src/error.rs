@@ -40,6 +40,11 @@ pub enum Error {
     #[error("too few connections: {detail}; raise it first, e.g. `{fix}`, or run fewer --threads")]
     TooFewConnections { detail: String, fix: String },
 
+    /// The run stopped because the server cannot write (its disk is
+    /// full): exit code 3, as for a server lost mid-run.
+    #[error("{detail}: the summary above covers the run up to then")]
+    ServerCannotWrite { detail: String },
+
     #[error("{0}")]
     Runtime(String),
 }

@@ -7,6 +7,7 @@ pub mod conn;
 pub mod driver;
 pub mod engine;
 pub mod error;
+pub mod fatal;
 pub mod mycnf;
 pub mod report;
 pub mod run;

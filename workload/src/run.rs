@@ -130,7 +130,7 @@ async fn drive(args: &WorkloadArgs, out: impl std::io::Write) -> Result<Summary>
         tokio::select! {
             _ = tick.tick() => {
                 out.sample(&engine.sample()?);
-                if engine.finished() { break; }
+                if engine.finished() || engine.fatal().is_some() { break; }
             }
             _ = done_poll.tick(), if args.total_rows.is_some() => {
                 if engine.finished() { break; }
@@ -141,12 +141,16 @@ async fn drive(args: &WorkloadArgs, out: impl std::io::Write) -> Result<Summary>
             _ = hup.recv() => break,
         }
     }
+    let fatal = engine.fatal();
     let (last, summary) = engine.stop()?;
     if last.txns > 0 || last.errors > 0 {
         out.sample(&last);
     }
     out.summary(&summary);
-    Ok(summary)
+    match fatal {
+        Some(detail) => Err(Error::ServerCannotWrite { detail }),
+        None => Ok(summary),
+    }
 }
 
 /// Entry point: the clock and the control connection run on a

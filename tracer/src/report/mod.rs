@@ -28,15 +28,23 @@ pub enum EndReason {
     TargetExited,
     /// The workload ended by itself (`--total-rows`).
     WorkloadDone,
+    /// The server cannot write (its disk is full): the run stopped.
+    ServerCannotWrite,
 }
 
 impl EndReason {
+    /// Whether the run ended because of the server (exit code 3).
+    pub fn server_failed(&self) -> bool {
+        matches!(self, EndReason::TargetExited | EndReason::ServerCannotWrite)
+    }
+
     pub fn describe(&self) -> &'static str {
         match self {
             EndReason::Interrupted => "interrupted (Ctrl-C)",
             EndReason::Duration => "--duration reached",
             EndReason::TargetExited => "the traced process exited",
             EndReason::WorkloadDone => "the workload finished (--total-rows)",
+            EndReason::ServerCannotWrite => "the server cannot write",
         }
     }
 }

@@ -21,6 +21,8 @@ use crate::error::{Error, Result};
 const STARTUP_LIMIT: Duration = Duration::from_secs(300);
 /// How long a clean shutdown may take before the server is killed.
 const SHUTDOWN_LIMIT: Duration = Duration::from_secs(60);
+/// ... and when it cannot write: the clean shutdown is a courtesy.
+const DOOMED_SHUTDOWN_LIMIT: Duration = Duration::from_secs(3);
 /// How long the processes of a killed group may take to be gone.
 const REAP_LIMIT: Duration = Duration::from_secs(10);
 const TMPFS_MAGIC: i64 = 0x0102_1994;
@@ -185,6 +187,8 @@ impl RunAs {
 
 pub struct Managed {
     pub cfg: ManagedConfig,
+    /// How long [`Managed::stop`] waits for a clean shutdown.
+    shutdown_limit: Duration,
     /// Who the server runs as.
     pub run_as: RunAs,
     pub socket: PathBuf,
@@ -226,6 +230,28 @@ pub fn log_errors(text: &str) -> String {
     }
 }
 
+/// The last error-log line saying the disk is full (ENOSPC, errno 28),
+/// without its timestamp prefix.
+pub fn disk_full_in(log: &str) -> Option<String> {
+    log.lines()
+        .rev()
+        .find(|l| {
+            l.contains("No space left on device")
+                || l.contains("Disk is full")
+                || l.contains("errno: 28")
+                || l.contains("Errcode: 28")
+                || l.contains("failed with error 28")
+                || l.contains("error 28 ")
+        })
+        .map(|l| {
+            l.split_once("[ERROR]")
+                .or_else(|| l.split_once("[Warning]"))
+                .map_or(l, |(_, r)| r)
+                .trim()
+                .to_string()
+        })
+}
+
 fn read_log(p: &Path) -> String {
     fs::read_to_string(p).unwrap_or_default()
 }
@@ -265,6 +291,7 @@ impl Managed {
             );
         }
         Ok(Managed {
+            shutdown_limit: SHUTDOWN_LIMIT,
             run_as,
             socket: dir.join("mysqld.sock"),
             log: dir.join("error.log"),
@@ -274,6 +301,11 @@ impl Managed {
             dir: wd,
             cfg,
         })
+    }
+
+    /// The error log's last line about a full disk, if any.
+    pub fn disk_full_line(&self) -> Option<String> {
+        disk_full_in(&read_log(&self.log))
     }
 
     pub fn dir(&self) -> &Path {
@@ -364,11 +396,16 @@ impl Managed {
                 if st.success() {
                     return Ok(());
                 }
+                let log = read_log(&init_log);
+                if let Some(line) = disk_full_in(&log) {
+                    return Err(Error::WorkdirFull {
+                        phase: "initialising the datadir failed",
+                        workdir: self.cfg.workdir.clone(),
+                        line,
+                    });
+                }
                 return Err(Error::ServerInit {
-                    detail: format!(
-                        "{what} exited with {st}: {}",
-                        log_errors(&read_log(&init_log))
-                    ),
+                    detail: format!("{what} exited with {st}: {}", log_errors(&log)),
                 });
             }
             if Instant::now() > deadline {
@@ -411,6 +448,13 @@ impl Managed {
             if let Some(c) = self.child.as_mut() {
                 if let Ok(Some(st)) = c.try_wait() {
                     self.child = None;
+                    if let Some(line) = disk_full_in(&read_log(&self.log)) {
+                        return Err(Error::WorkdirFull {
+                            phase: "the server did not start",
+                            workdir: self.cfg.workdir.clone(),
+                            line,
+                        });
+                    }
                     return Err(Error::ServerStart {
                         detail: format!(
                             "the server exited ({st}): {}",
@@ -487,13 +531,20 @@ impl Managed {
         })
     }
 
+    /// The server cannot write (its disk is full): a clean shutdown may
+    /// wait for space forever, and the datadir is a throwaway's, so the
+    /// stop kills it after a short wait.
+    pub fn cannot_write(&mut self) {
+        self.shutdown_limit = DOOMED_SHUTDOWN_LIMIT;
+    }
+
     /// Clean shutdown (SIGTERM), killed after a timeout. Idempotent.
     pub fn stop(&mut self) -> Option<Duration> {
         let mut c = self.child.take()?;
         let t0 = Instant::now();
         // SAFETY: signalling our own child by pid.
         unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-        let deadline = t0 + SHUTDOWN_LIMIT;
+        let deadline = t0 + self.shutdown_limit;
         let pgid = c.id();
         while Instant::now() < deadline {
             if let Ok(Some(_)) = c.try_wait() {
@@ -504,7 +555,7 @@ impl Managed {
         }
         eprintln!(
             "commitscope: the server did not shut down in {} s: killed",
-            SHUTDOWN_LIMIT.as_secs()
+            self.shutdown_limit.as_secs()
         );
         // SAFETY: signalling the process group we created.
         unsafe { libc::killpg(pgid as i32, libc::SIGKILL) };
@@ -523,6 +574,20 @@ impl Drop for Managed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn disk_full_lines_are_found() {
+        let log = "2026-12-01  3:40:25 0 [ERROR] InnoDB: preallocating 100663296 bytes for file ./ib_logfile101 failed with error 28\n2026-12-01 0 [ERROR] Aborting\n";
+        assert_eq!(
+            disk_full_in(log).as_deref(),
+            Some("InnoDB: preallocating 100663296 bytes for file ./ib_logfile101 failed with error 28")
+        );
+        let binlog = "2026-12-01 12 [Warning] mariadbd: Disk is full writing './mysqld-bin.000001' (Errcode: 28 \"No space left on device\"). Waiting for someone to free space...";
+        assert!(disk_full_in(binlog)
+            .unwrap()
+            .starts_with("mariadbd: Disk is full writing"));
+        assert_eq!(disk_full_in("0 [ERROR] Aborting\n"), None);
+    }
 
     #[test]
     fn error_lines_are_picked() {

@@ -23,6 +23,42 @@ pub async fn read(conn: &mut mysql_async::Conn) -> Result<Status> {
     ))
 }
 
+/// How long a stalled server gets to answer [`waiting_for_space`].
+const STALL_PROBE_LIMIT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// During a stall: whether the server says a session waits for disk space
+/// (MariaDB "Waiting for someone to free space", MySQL "Waiting for disk
+/// space" — a binlog or temp-file write that hit ENOSPC and now sleeps).
+/// Asked on a connection of its own, given up after half a second: a
+/// frozen server answers nothing, and the control connection must not be
+/// left mid-query.
+pub async fn waiting_for_space(ep: &workload::conn::Endpoint) -> Option<String> {
+    let ask = async {
+        let mut c = workload::conn::connect(ep, None).await.ok()?;
+        // Not information_schema: its temporary table needs the very disk
+        // space that is missing (error 1021).
+        let rows: Vec<mysql_async::Row> = c.query("SHOW FULL PROCESSLIST").await.ok()?;
+        let _ = c.disconnect().await;
+        rows.into_iter().find_map(|r| {
+            let state: String = r.get_opt("State")?.ok()?;
+            let info: Option<String> = r.get_opt("Info").and_then(|v| v.ok()).flatten();
+            is_space_wait(&state).then_some((state, info))
+        })
+    };
+    let (state, info) = tokio::time::timeout(STALL_PROBE_LIMIT, ask).await.ok()??;
+    Some(match info {
+        Some(q) => format!("a session is \"{state}\" (SHOW PROCESSLIST) in: {q}"),
+        None => format!("a session is \"{state}\" (SHOW PROCESSLIST)"),
+    })
+}
+
+/// MariaDB's and MySQL's process-list states for a write that waits for
+/// disk space.
+fn is_space_wait(state: &str) -> bool {
+    state.starts_with("Waiting for someone to free space")
+        || state.starts_with("Waiting for disk space")
+}
+
 /// What of ours a server counter is compared with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]

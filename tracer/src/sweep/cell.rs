@@ -141,7 +141,7 @@ pub async fn run_cell(
             let _ = std::fs::remove_file(&path);
             Ok(None)
         }
-        Ok(s) if s.end == EndReason::TargetExited => Err(Error::ServerLost {
+        Ok(s) if s.end.server_failed() => Err(Error::ServerLost {
             detail: format!(
                 "{} during the cell (see its error log; --keep keeps it)",
                 s.ended

@@ -56,6 +56,8 @@ struct Shared {
     /// Failures by server error code ("io" for a lost connection); the
     /// first of each code is also printed once.
     errors_by_code: Mutex<BTreeMap<String, u64>>,
+    /// Set by the first error the run must stop on (a full disk).
+    fatal: crate::fatal::Fatal,
 }
 
 /// The shuffled deck of clause 5.2.4.2: 10 New-Order, 10 Payment and one
@@ -149,6 +151,7 @@ impl Driver {
                 .collect(),
             stop: AtomicBool::new(false),
             errors_by_code: Mutex::new(BTreeMap::new()),
+            fatal: Default::default(),
         });
         let base = if cfg.warmup.is_zero() {
             Some((d_next_sum(&mut control)?, process_cpu_s()))
@@ -238,9 +241,14 @@ impl Driver {
         self.workers.finished()
     }
 
+    /// The error the run stopped on (a full disk), once one came.
+    pub fn fatal(&self) -> Option<String> {
+        self.shared.fatal.get()
+    }
+
     pub fn stop(mut self) -> Result<(IntervalSample, Summary)> {
         self.shared.stop.store(true, Ordering::Relaxed);
-        self.workers.join()?;
+        self.workers.join(crate::workers::STOP_GRACE)?;
         let last = self.sample()?;
         let w = Window::of(&self.samples);
         let (d_next_before, cpu_before) = self.base.unwrap_or((0, process_cpu_s()));
@@ -341,6 +349,11 @@ fn client(
                             eprintln!("tpcc: first error of its kind, in {}: {e}", kind.name());
                         }
                         *n += 1;
+                    }
+                    if let mysql::Error::MySqlError(m) = &e {
+                        if shared.fatal.note(m.code, &m.to_string()) {
+                            shared.stop.store(true, Ordering::Relaxed);
+                        }
                     }
                     if !matches!(e, mysql::Error::MySqlError(_)) {
                         // The connection is gone: reconnect before the next card.
