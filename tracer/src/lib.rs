@@ -1,5 +1,6 @@
 //! commitscope: eBPF probes in mysqld and the kernel that count how InnoDB
 //! batches commits into redo flushes. The binary is a thin shell over this.
+pub mod argv;
 pub mod cli;
 pub mod error;
 pub mod fds;

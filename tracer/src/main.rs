@@ -13,6 +13,8 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
+    // Parsed: the options are copies now; `ps` need not show a password.
+    commitscope::argv::hide_passwords();
     let result = match cli.command {
         None => commitscope::session::run(cli.run),
         Some(Command::Trace(args)) => commitscope::trace::run(args),

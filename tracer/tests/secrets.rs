@@ -177,6 +177,23 @@ fn a_password_never_appears_in_any_output() {
         // the command line.
         assert_eq!(err.matches(WARNING).count(), 1, "{what}: {err}");
     }
+    // While a run goes on, `ps` shows the password masked, as the mysql
+    // client masks it.
+    for spelling in [pw_short.as_str(), pw_long.as_str()] {
+        let mut child = commitscope()
+            .args(base)
+            .args([spelling, "--no-trace", "--duration", "3", "--threads", "1"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", child.id())).unwrap();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        assert!(child.wait().unwrap().success(), "{cmdline}");
+        assert!(!cmdline.contains(SECRET), "{cmdline}");
+        assert!(cmdline.contains(&"x".repeat(SECRET.len())), "{cmdline}");
+    }
     // The runs above did write what is grepped.
     assert!(files.path().join("ticks.csv").exists());
     assert!(files.path().join("sweep/cells.jsonl").exists());

@@ -1,8 +1,10 @@
-//! Developer tasks: `cargo xtask setup|build|test|lint|run|bench`.
+//! Developer tasks: `cargo xtask setup|build|test|lint|run|fuzz|soak|bench`.
 //! Never shipped to users; the README's two commands go through here.
 mod bench;
 mod bench_tpcc;
+mod fuzz;
 mod setup;
+mod soak;
 mod util;
 
 use clap::{Parser, Subcommand};
@@ -33,6 +35,22 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Every cargo-fuzz target (hostile-input readers) for N seconds each.
+    Fuzz {
+        /// Seconds per target.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Targets to run (default: all).
+        targets: Vec<String>,
+    },
+    /// The main command for a long time, checked minute by minute (RSS,
+    /// fds, lost events, ours vs the server's counters).
+    Soak {
+        #[arg(long, default_value_t = 30)]
+        minutes: u64,
+        #[arg(long, default_value_t = 100)]
+        threads: u32,
+    },
     /// Benchmarks that print ratios against a peer measured in the same run.
     Bench {
         #[command(subcommand)]
@@ -50,6 +68,8 @@ fn main() {
         Cmd::Test { args } => test(&args),
         Cmd::Lint => lint(),
         Cmd::Run { args } => run(&args),
+        Cmd::Fuzz { seconds, targets } => setup::run().and_then(|_| fuzz::run(seconds, &targets)),
+        Cmd::Soak { minutes, threads } => setup::run().and_then(|_| soak::run(minutes, threads)),
         Cmd::Bench { which } => setup::run().and_then(|_| bench::run(which)),
     };
     if let Err(e) = r {
@@ -60,6 +80,12 @@ fn main() {
 
 fn lint() -> anyhow::Result<()> {
     util::cargo(&["fmt", "--all", "--", "--check"])?;
+    // The fuzz targets are a workspace of their own.
+    util::status(
+        std::process::Command::new("cargo")
+            .args(["fmt", "--", "--check"])
+            .current_dir(util::root().join("fuzz")),
+    )?;
     // Host crates (the workspace's default members) ...
     util::cargo(&["clippy", "--all-targets", "--", "-D", "warnings"])?;
     // ... and the eBPF programs, for the target they are built for.

@@ -22,6 +22,9 @@ const APT: &[&str] = &[
     "fonts-dejavu-core",
 ];
 
+/// cargo-fuzz release used by `cargo xtask fuzz` (and CI).
+const CARGO_FUZZ_VERSION: &str = "0.13.2";
+
 /// bpf-linker release known to build against nightly's LLVM here.
 const BPF_LINKER_VERSION: &str = "0.13.0";
 
@@ -29,8 +32,24 @@ pub fn run() -> anyhow::Result<()> {
     apt()?;
     nightly()?;
     bpf_linker()?;
+    cargo_fuzz()?;
     tracefs()?;
     Ok(())
+}
+
+/// cargo-fuzz from crates.io (libFuzzer comes with its libfuzzer-sys crate).
+fn cargo_fuzz() -> anyhow::Result<()> {
+    if succeeds(Command::new("cargo").args(["fuzz", "--version"])) {
+        return Ok(());
+    }
+    eprintln!("xtask: installing cargo-fuzz {CARGO_FUZZ_VERSION} (about a minute, once)");
+    status(Command::new("cargo").args([
+        "install",
+        "cargo-fuzz",
+        "--locked",
+        "--version",
+        CARGO_FUZZ_VERSION,
+    ]))
 }
 
 fn installed(pkg: &str) -> bool {

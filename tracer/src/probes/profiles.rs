@@ -339,11 +339,19 @@ pub const FALLBACK_TWO_PHASE: &[&str] = &[
     "_ZN13MYSQL_BIN_LOG6commitEP3THDb",
 ];
 
+/// A mangled C++ name demangled, or None. Not `to_string()`: the
+/// demangler's `Display` fails on some names that parse, and `to_string`
+/// turns that into a panic (found by the server_option fuzz target).
+pub fn demangle(mangled: &str) -> Option<String> {
+    cpp_demangle::Symbol::new(mangled.as_bytes())
+        .ok()?
+        .demangle(&cpp_demangle::DemangleOptions::default())
+        .ok()
+}
+
 /// Human name of a fallback symbol.
 pub fn short_name(mangled: &str) -> String {
-    cpp_demangle::Symbol::new(mangled.as_bytes())
-        .ok()
-        .map(|s| s.to_string())
+    demangle(mangled)
         .map(|d| d.split('(').next().unwrap_or(&d).to_string())
         .unwrap_or_else(|| mangled.to_string())
 }
@@ -365,6 +373,14 @@ pub fn candidates(id: Option<ServerId>) -> Vec<&'static Profile> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_that_parse_but_do_not_print_are_left_mangled() {
+        // Fuzz regression (fuzz/seeds/server_option/crash-992b8432...).
+        let odd = "_Z15l_Z15logT_writritremzsynssogT_writritremzsynssct";
+        assert_eq!(short_name(odd), odd);
+        assert_eq!(short_name("_ZN5log_t5flushEm"), "log_t::flush");
+    }
 
     #[test]
     fn parses_server_versions() {

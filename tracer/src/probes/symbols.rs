@@ -54,7 +54,7 @@ pub struct Resolved {
 }
 
 /// Function symbols of one file: mangled name -> virtual address.
-struct Table {
+pub struct Table {
     source: SymbolSource,
     path: PathBuf,
     addrs: HashMap<String, u64>,
@@ -75,6 +75,26 @@ fn read(path: &Path) -> Result<Vec<u8>> {
         path: path.to_owned(),
         source,
     })
+}
+
+/// A regular file's bytes, or None: a debug-file candidate that is a
+/// FIFO or a device (which could block or never end) is not read.
+fn read_regular(path: &Path) -> Option<Vec<u8>> {
+    std::fs::metadata(path).ok().filter(|m| m.is_file())?;
+    std::fs::read(path).ok()
+}
+
+/// A `.gnu_debuglink` name as the GDB convention has it: a plain file
+/// name. A name with a `/`, `..` or a NUL could point the lookup (run as
+/// root) at any file on the machine: such a link is ignored.
+pub fn debuglink_name(raw: &[u8]) -> Option<String> {
+    let name = std::str::from_utf8(raw).ok()?;
+    let plain = !name.is_empty()
+        && name.len() <= 255
+        && name != "."
+        && name != ".."
+        && !name.contains(['/', '\0']);
+    plain.then(|| name.to_string())
 }
 
 fn function_table<'a>(
@@ -100,8 +120,18 @@ fn function_table<'a>(
 
 /// Reads a separate debug file's `.symtab`, if it exists and parses.
 fn debug_table(path: &Path, source: SymbolSource, expect_build_id: Option<&[u8]>) -> Option<Table> {
-    let data = std::fs::read(path).ok()?;
-    let file = object::File::parse(&*data).ok()?;
+    let data = read_regular(path)?;
+    debug_table_of(&data, path, source, expect_build_id)
+}
+
+/// [`debug_table`] over bytes already read (the fuzz target's entry).
+pub fn debug_table_of(
+    data: &[u8],
+    path: &Path,
+    source: SymbolSource,
+    expect_build_id: Option<&[u8]>,
+) -> Option<Table> {
+    let file = object::File::parse(data).ok()?;
     if let (Some(want), Ok(Some(have))) = (expect_build_id, file.build_id()) {
         if want != have {
             return None;
@@ -144,12 +174,18 @@ pub fn check_elf(path: &Path) -> Result<()> {
 impl Resolver {
     /// Parses `exe` and locates its debug files under `debug_root`.
     pub fn open(exe: &Path, debug_root: &Path) -> Result<Self> {
-        let data = read(exe)?;
+        Self::from_bytes(exe, &read(exe)?, debug_root)
+    }
+
+    /// [`Resolver::open`] over the executable's bytes, read by the caller
+    /// (`exe` names it in messages and anchors the debuglink lookup).
+    /// Hostile bytes give an error or fewer symbols, never a panic.
+    pub fn from_bytes(exe: &Path, data: &[u8], debug_root: &Path) -> Result<Self> {
         let not_elf = |reason: String| Error::NotElf {
             path: exe.to_owned(),
             reason,
         };
-        let file = object::File::parse(&*data).map_err(|e| not_elf(e.to_string()))?;
+        let file = object::File::parse(data).map_err(|e| not_elf(e.to_string()))?;
         if file.format() != object::BinaryFormat::Elf {
             return Err(not_elf(format!("{:?} file", file.format())));
         }
@@ -182,8 +218,8 @@ impl Resolver {
             looked_for.push(p);
         }
 
-        if let Ok(Some((name, crc))) = file.gnu_debuglink() {
-            let name = String::from_utf8_lossy(name).into_owned();
+        let link = file.gnu_debuglink().ok().flatten();
+        if let Some((name, crc)) = link.and_then(|(n, crc)| Some((debuglink_name(n)?, crc))) {
             let dir = exe.parent().unwrap_or(Path::new("/"));
             let rel = dir.strip_prefix("/").unwrap_or(dir);
             for p in [
@@ -191,7 +227,7 @@ impl Resolver {
                 dir.join(".debug").join(&name),
                 debug_root.join(rel).join(&name),
             ] {
-                let crc_ok = std::fs::read(&p).is_ok_and(|d| crc32fast::hash(&d) == crc);
+                let crc_ok = read_regular(&p).is_some_and(|d| crc32fast::hash(&d) == crc);
                 if crc_ok {
                     if let Some(t) = debug_table(&p, SymbolSource::DebugLink, build_id.as_deref()) {
                         tables.push(t);
@@ -218,8 +254,8 @@ impl Resolver {
     pub fn file_offset(&self, vaddr: u64) -> Option<u64> {
         self.segments
             .iter()
-            .find(|(va, memsz, _, filesz)| vaddr >= *va && vaddr < va + (*memsz).min(*filesz))
-            .map(|(va, _, off, _)| vaddr - va + off)
+            .find(|(va, memsz, _, filesz)| vaddr >= *va && vaddr - va < (*memsz).min(*filesz))
+            .and_then(|(va, _, off, _)| (vaddr - va).checked_add(*off))
     }
 
     /// Resolves the first of `names` found, searching every name in one
@@ -271,7 +307,7 @@ fn demangled_match(t: &Table, name: &str) -> Option<(String, u64)> {
         .iter()
         .filter(|(m, _)| m.starts_with("_Z"))
         .filter_map(|(m, a)| {
-            let d = cpp_demangle::Symbol::new(m.as_bytes()).ok()?.to_string();
+            let d = super::profiles::demangle(m)?;
             let base = d.split('(').next().unwrap_or(&d);
             (d == name || base == name).then_some((m, *a))
         })

@@ -44,7 +44,9 @@ impl ServerOption {
         if v.parse::<i64>().is_ok() || v.parse::<f64>().is_ok_and(f64::is_finite) {
             return v.to_string();
         }
-        let (digits, unit) = v.split_at(v.len().saturating_sub(1));
+        // At the last character, not byte: a value may end in any UTF-8
+        // (found by the server_option fuzz target).
+        let (digits, unit) = v.split_at(v.char_indices().last().map_or(0, |(i, _)| i));
         let shift = match unit.to_ascii_uppercase().as_str() {
             "K" => Some(10),
             "M" => Some(20),
@@ -160,6 +162,13 @@ mod tests {
         assert_eq!(o("long_query_time=0.5").sql_value(), "0.5");
         assert_eq!(o("binlog_format=ROW").sql_value(), "'ROW'");
         assert_eq!(o("x=it's").sql_value(), "'it''s'");
+        // Fuzz regression (fuzz/seeds/server_option/crash-3fdad196...):
+        // a value ending in a multi-byte character panicked.
+        assert_eq!(
+            o("innodb_flush_method=Onsh_\u{651}\u{326}").sql_value(),
+            "'Onsh_\u{651}\u{326}'"
+        );
+        assert_eq!(o("x=1\u{e9}").sql_value(), "'1\u{e9}'");
     }
 
     #[test]

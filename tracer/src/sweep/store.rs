@@ -203,10 +203,15 @@ pub fn read_meta(dir: &Path) -> Result<Meta> {
         path: p.clone(),
         source,
     })?;
-    serde_json::from_str(&text).map_err(|e| {
+    parse_meta(&text, &p)
+}
+
+/// A `sweep.json`'s text (`path` names it in the error).
+pub fn parse_meta(text: &str, path: &Path) -> Result<Meta> {
+    serde_json::from_str(text).map_err(|e| {
         Error::Usage(format!(
             "{} is not a commitscope sweep description ({e}): point at a results dir written by `commitscope sweep`",
-            p.display()
+            path.display()
         ))
     })
 }
@@ -220,22 +225,31 @@ pub fn read_cells(dir: &Path) -> Result<Vec<CellRecord>> {
         path: p.clone(),
         source,
     })?;
-    let mut out: Vec<CellRecord> = Vec::new();
+    Ok(parse_cells(&text, &p))
+}
+
+/// A `cells.jsonl`'s text (`path` names it in warnings): the records in
+/// file order, a later record of a key replacing the earlier one.
+pub fn parse_cells(text: &str, path: &Path) -> Vec<CellRecord> {
+    let mut slots: Vec<Option<CellRecord>> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = Default::default();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         match serde_json::from_str::<CellRecord>(line) {
             Ok(r) => {
-                out.retain(|o| o.key != r.key);
-                out.push(r);
+                if let Some(i) = at.insert(r.key.clone(), slots.len()) {
+                    slots[i] = None;
+                }
+                slots.push(Some(r));
             }
             Err(e) => eprintln!(
                 "commitscope: warning: {} line {} is not a cell record ({e}): skipped",
-                p.display(),
+                path.display(),
                 n + 1
             ),
         }
     }
-    Ok(out)
+    slots.into_iter().flatten().collect()
 }

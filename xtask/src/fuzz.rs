@@ -1,0 +1,136 @@
+//! `cargo xtask fuzz [--seconds N] [TARGET ...]`: every cargo-fuzz target
+//! in `fuzz/` (the readers of hostile input) for N seconds each, from the
+//! seed corpora in `fuzz/seeds/<target>` plus what earlier runs found
+//! (`fuzz/corpus/<target>`, not in git). A crash fails the task, naming
+//! the input and the command that replays it; the input then belongs in
+//! `fuzz/seeds/<target>` and its fix gets a regression test.
+use std::{path::Path, process::Command};
+
+use anyhow::{bail, Context};
+
+use crate::util;
+
+/// Every target, as `fuzz/Cargo.toml` lists them.
+pub const TARGETS: &[&str] = &["elf", "mycnf", "server_option", "sweep_results"];
+
+/// libFuzzer's options: a run over `seconds`; a slow input (a loop) fails
+/// after 10 s; an allocation past 2 GiB fails (unbounded allocation);
+/// the targets' own stdout/stderr (warnings they print) are closed.
+fn libfuzzer_args(seconds: u64) -> Vec<String> {
+    vec![
+        format!("-max_total_time={seconds}"),
+        "-timeout=10".into(),
+        "-rss_limit_mb=2048".into(),
+        "-malloc_limit_mb=2048".into(),
+        "-close_fd_mask=3".into(),
+    ]
+}
+
+/// One target's result, for the closing table.
+struct Outcome {
+    target: String,
+    runs: u64,
+    corpus: usize,
+}
+
+pub fn run(seconds: u64, only: &[String]) -> anyhow::Result<()> {
+    let targets: Vec<&str> = if only.is_empty() {
+        TARGETS.to_vec()
+    } else {
+        for t in only {
+            if !TARGETS.contains(&t.as_str()) {
+                bail!("no fuzz target {t:?}: pick from {}", TARGETS.join(", "));
+            }
+        }
+        only.iter().map(String::as_str).collect()
+    };
+    let dir = util::root().join("fuzz");
+    // The tracer's build script would build the eBPF object with the
+    // sanitizer flags; the readers under test do not need it.
+    let fuzz = |args: &[&str]| {
+        let mut c = Command::new("cargo");
+        c.args(["+nightly", "fuzz"])
+            .args(args)
+            .env("AYA_BUILD_SKIP", "1")
+            .current_dir(&dir);
+        c
+    };
+    util::status(&mut fuzz(&["build"]))?;
+    let mut outcomes = Vec::new();
+    for t in targets {
+        let corpus = dir.join("corpus").join(t);
+        std::fs::create_dir_all(&corpus).with_context(|| format!("{}", corpus.display()))?;
+        let seeds = dir.join("seeds").join(t);
+        eprintln!("xtask: fuzzing {t} for {seconds} s");
+        let out = fuzz(&["run", t])
+            .arg(&corpus)
+            .arg(&seeds)
+            .arg("--")
+            .args(libfuzzer_args(seconds))
+            .output()
+            .with_context(|| format!("cannot run cargo fuzz run {t}"))?;
+        let log = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            let tail: Vec<&str> = log.lines().rev().take(40).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            eprintln!("{}", tail.join("\n"));
+            let artifact = artifact_of(&log).unwrap_or_else(|| "(see the log above)".into());
+            bail!(
+                "fuzz target {t} found a failing input: {artifact}; replay it with `cd fuzz && AYA_BUILD_SKIP=1 cargo +nightly fuzz run {t} {artifact}`, fix it, add a regression test, and copy the input into fuzz/seeds/{t}/"
+            );
+        }
+        outcomes.push(Outcome {
+            target: t.to_string(),
+            runs: runs_of(&log).context("libFuzzer printed no `Done N runs` line")?,
+            corpus: count(&corpus) + count(&seeds),
+        });
+    }
+    println!(
+        "{:<14} {:>12} {:>8} {:>8}",
+        "target", "executions", "seconds", "corpus"
+    );
+    for o in &outcomes {
+        println!(
+            "{:<14} {:>12} {:>8} {:>8}",
+            o.target, o.runs, seconds, o.corpus
+        );
+    }
+    let total: u64 = outcomes.iter().map(|o| o.runs).sum();
+    println!("{} targets, {total} executions, 0 crashes", outcomes.len());
+    Ok(())
+}
+
+/// libFuzzer's closing `Done 179785 runs in 21 second(s)`.
+fn runs_of(log: &str) -> Option<u64> {
+    log.lines().rev().find_map(|l| {
+        l.strip_prefix("Done ")?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    })
+}
+
+/// The input a failing run wrote: `Test unit written to PATH`.
+fn artifact_of(log: &str) -> Option<String> {
+    log.lines()
+        .find_map(|l| Some(l.split_once("Test unit written to ")?.1.trim().to_string()))
+}
+
+fn count(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |d| d.count())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libfuzzer_output_is_read() {
+        let log = "#1 INITED\nDone 179785 runs in 21 second(s)\n";
+        assert_eq!(runs_of(log), Some(179785));
+        let crash = "==1== ERROR: libFuzzer: deadly signal\nartifact_prefix='a/'; Test unit written to a/crash-3fd\nBase64: aW4=\n";
+        assert_eq!(artifact_of(crash).as_deref(), Some("a/crash-3fd"));
+        assert_eq!(runs_of(crash), None);
+    }
+}
