@@ -28,10 +28,22 @@ fn managed_run(duration: &str) -> Running {
     managed_run_in(workdir(), duration)
 }
 
-fn managed_run_in(wd: tempfile::TempDir, duration: &str) -> Running {
+/// The pipes of a started run: stderr, stdout, and the lines read so far.
+struct Started {
+    child: std::process::Child,
+    err: std::sync::mpsc::Receiver<String>,
+    out: std::sync::mpsc::Receiver<String>,
+    said: Vec<String>,
+    seen: Vec<String>,
+}
+
+/// `commitscope -v --threads 8 --json` on a managed server in `workdir`,
+/// returned at its first tick.
+fn start_managed(workdir: &std::path::Path, duration: &str, extra: &[&str]) -> Started {
     let mut child = commitscope()
         .args(["-v", "--threads", "8", "--duration", duration, "--json"])
-        .args(["--workdir", wd.path().to_str().unwrap()])
+        .args(["--workdir", workdir.to_str().unwrap()])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -39,7 +51,24 @@ fn managed_run_in(wd: tempfile::TempDir, duration: &str) -> Running {
     let err = lines_of(child.stderr.take().unwrap());
     let out = lines_of(child.stdout.take().unwrap());
     let said = wait_for(&err, "] run ...");
-    let mut seen = wait_for(&out, "\"type\":\"tick\"");
+    let seen = wait_for(&out, "\"type\":\"tick\"");
+    Started {
+        child,
+        err,
+        out,
+        said,
+        seen,
+    }
+}
+
+fn managed_run_in(wd: tempfile::TempDir, duration: &str) -> Running {
+    let Started {
+        child,
+        err,
+        out,
+        said,
+        mut seen,
+    } = start_managed(wd.path(), duration, &[]);
     seen.extend(wait_for(&out, "\"type\":\"tick\""));
     // Our own command line names the workdir too.
     let servers: Vec<u32> = servers_under(wd.path())
@@ -375,18 +404,13 @@ impl Drop for SmallFs {
 /// The main command on a managed server in `fs`, filled once it runs:
 /// (exit code, stderr lines, JSON lines).
 fn fill_during_run(fs: &SmallFs, args: &[&str]) -> (Option<i32>, Vec<String>, Vec<Value>) {
-    let mut child = commitscope()
-        .args(["-v", "--threads", "8", "--duration", "120", "--json"])
-        .args(["--workdir", fs.mnt.to_str().unwrap()])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let err = lines_of(child.stderr.take().unwrap());
-    let out = lines_of(child.stdout.take().unwrap());
-    let mut said = wait_for(&err, "] run ...");
-    let mut seen = wait_for(&out, "\"type\":\"tick\"");
+    let Started {
+        mut child,
+        err,
+        out,
+        mut said,
+        mut seen,
+    } = start_managed(&fs.mnt, "120", args);
     fs.fill(2 << 20);
     let t0 = Instant::now();
     let status = loop {

@@ -58,12 +58,28 @@ fn a_password_never_appears_in_any_output() {
     let pw_long = format!("--password={SECRET}");
     let dsn = format!("mysql://cs:{SECRET}@localhost/?socket={sock}");
     let base = ["-S", &sock, "-u", "cs", "--defaults-file", "/dev/null"];
+    let csv = format!("{f}/ticks.csv");
+    let out = format!("{f}/sweep");
+    let wrong = format!("-p{WRONG}");
+    let bad_dsn = format!("mysql//cs:{SECRET}@localhost:notaport/");
+    let wrong_dsn = format!("mysql://cs:{WRONG}@localhost/?socket={sock}");
+    // The command line: `pre` (a subcommand), the user's flags when
+    // `as_cs`, then `rest`.
+    let line = |pre: &[&str], as_cs: bool, rest: &[&str]| -> Vec<String> {
+        let user: &[&str] = if as_cs { &base } else { &[] };
+        [pre, user, rest]
+            .concat()
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
     // (what, args, expected to succeed)
     let runs: Vec<(&str, Vec<String>, bool)> = vec![
         (
             "main command, -p, --json -v --csv",
-            [
-                &base[..],
+            line(
+                &[],
+                true,
                 &[
                     &pw_short,
                     "--threads",
@@ -72,33 +88,26 @@ fn a_password_never_appears_in_any_output() {
                     "2",
                     "--json",
                     "-v",
+                    "--csv",
+                    &csv,
                 ],
-            ]
-            .concat()
-            .iter()
-            .map(|s| s.to_string())
-            .chain(["--csv".into(), format!("{f}/ticks.csv")])
-            .collect(),
+            ),
             true,
         ),
         (
             "main command, --dsn, table",
-            vec![
-                "--dsn".into(),
-                dsn.clone(),
-                "--threads".into(),
-                "2".into(),
-                "--duration".into(),
-                "2".into(),
-                "-v".into(),
-            ],
+            line(
+                &[],
+                false,
+                &["--dsn", &dsn, "--threads", "2", "--duration", "2", "-v"],
+            ),
             true,
         ),
         (
             "sweep, --password",
-            [
-                &["sweep"][..],
-                &base[..],
+            line(
+                &["sweep"],
+                true,
                 &[
                     &pw_long,
                     "--threads",
@@ -107,53 +116,34 @@ fn a_password_never_appears_in_any_output() {
                     "1",
                     "--warmup",
                     "0",
+                    "--out",
+                    &out,
                 ],
-            ]
-            .concat()
-            .iter()
-            .map(|s| s.to_string())
-            .chain(["--out".into(), format!("{f}/sweep")])
-            .collect(),
+            ),
             true,
         ),
         (
             "workload, -p",
-            [
-                &["workload"][..],
-                &base[..],
+            line(
+                &["workload"],
+                true,
                 &[&pw_short, "--threads", "2", "--duration", "1", "--json"],
-            ]
-            .concat()
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+            ),
             true,
         ),
         (
             "wrong password",
-            [&base[..], &[&format!("-p{WRONG}"), "--duration", "1", "-v"]]
-                .concat()
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            line(&[], true, &[&wrong, "--duration", "1", "-v"]),
             false,
         ),
         (
             "unparsable --dsn holding a password",
-            vec![
-                "--dsn".into(),
-                format!("mysql//cs:{SECRET}@localhost:notaport/"),
-                "-v".into(),
-            ],
+            line(&[], false, &["--dsn", &bad_dsn, "-v"]),
             false,
         ),
         (
             "wrong password in --dsn",
-            vec![
-                "--dsn".into(),
-                format!("mysql://cs:{WRONG}@localhost/?socket={sock}"),
-                "-v".into(),
-            ],
+            line(&[], false, &["--dsn", &wrong_dsn, "-v"]),
             false,
         ),
     ];
