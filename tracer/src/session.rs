@@ -423,6 +423,8 @@ impl Stage {
         let mut stall = crate::sample::StallClock::default();
         // What stopped the run when the server could not write.
         let mut fatal: Option<String> = None;
+        // How a server that is not our child ended, if it could be seen.
+        let mut died: Option<String> = None;
         let mut done_poll = tokio::time::interval(Duration::from_millis(20));
         let deadline = async {
             match m.duration {
@@ -473,7 +475,9 @@ impl Stage {
                     if m.duration.is_some_and(|d| elapsed + 0.001 >= (d + m.cfg.warmup).as_secs_f64()) {
                         break EndReason::Duration;
                     }
-                    if self.pid.is_some_and(|p| !process::alive(p)) {
+                    if let Some(p) = self.pid.filter(|&p| !process::alive(p)) {
+                        // Now, before its parent reaps it: how it ended.
+                        died = process::zombie_status(p);
                         break EndReason::TargetExited;
                     }
                 }
@@ -542,7 +546,8 @@ impl Stage {
                 self.managed
                     .as_mut()
                     .and_then(Managed::exited)
-                    .unwrap_or_else(|| "not our child: exit status unknown".into())
+                    .or(died)
+                    .unwrap_or_else(|| "exit status unknown: its parent reaped it first".into())
             );
         }
         sink.summary(&self.header, &s);

@@ -208,6 +208,53 @@ fn a_killed_managed_server_ends_the_run_with_exit_3() {
 }
 
 #[test]
+fn a_killed_existing_server_ends_the_run_with_exit_3() {
+    if needs_root() {
+        return;
+    }
+    let Some(srv) = system_server(&[]) else {
+        return;
+    };
+    let mut child = commitscope()
+        .args(srv.client_flags())
+        .args(["--threads", "4", "--duration", "60", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = lines_of(child.stderr.take().unwrap());
+    let out = lines_of(child.stdout.take().unwrap());
+    wait_for(&out, "\"type\":\"tick\"");
+    // The test harness is the server's parent and reaps it only at the
+    // end: commitscope sees the zombie, and how it died.
+    // SAFETY: killing the test's own child, the server.
+    unsafe { libc::kill(srv.pid() as i32, libc::SIGKILL) };
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "still running");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let said = rest_of(&err);
+    let lines = json_of(&rest_of(&out));
+    assert_eq!(status.code(), Some(3), "{said:?}");
+    assert!(
+        t0.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        t0.elapsed()
+    );
+    let s = lines.last().expect("a summary");
+    assert_eq!(s["ended"], "the server died (signal 9)", "{s}");
+    assert!(
+        said.iter()
+            .any(|l| l.starts_with("commitscope: the server died (signal 9)")),
+        "{said:?}"
+    );
+}
+
+#[test]
 fn killed_client_connections_reconnect_and_are_counted() {
     let Some(srv) = system_server(&[]) else {
         return;

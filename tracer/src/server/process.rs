@@ -40,6 +40,26 @@ fn pids() -> std::io::Result<impl Iterator<Item = u32>> {
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()))
 }
 
+/// How a process that is a zombie ended ("signal 9", "exit code 1"), from
+/// `/proc/<pid>/stat` field 52 (a waitpid status): readable by anyone
+/// until its parent reaps it, so also for a server that is not our child.
+pub fn zombie_status(pid: u32) -> Option<String> {
+    let f = stat_fields(pid)?;
+    if f.first().map(String::as_str) != Some("Z") {
+        return None;
+    }
+    let status: i32 = f.get(49)?.parse().ok()?;
+    Some(describe_wait_status(status))
+}
+
+/// A waitpid status in words.
+pub fn describe_wait_status(status: i32) -> String {
+    match status & 0x7f {
+        0 => format!("exit code {}", (status >> 8) & 0xff),
+        sig => format!("signal {sig}"),
+    }
+}
+
 /// True while `pid` runs (a zombie waiting to be reaped counts as exited).
 pub fn alive(pid: u32) -> bool {
     stat_fields(pid).is_some_and(|f| !exited_state(f.first().map(String::as_str)))
@@ -125,6 +145,25 @@ pub fn pid_of(exe: &Path) -> Result<u32> {
 mod tests {
     use super::*;
     use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn a_zombie_says_how_it_ended() {
+        let mut c = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        // SAFETY: killing our own child.
+        unsafe { libc::kill(c.id() as i32, libc::SIGKILL) };
+        // Not reaped yet: a zombie until `wait`.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while alive(c.id()) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(zombie_status(c.id()).as_deref(), Some("signal 9"));
+        c.wait().unwrap();
+        assert_eq!(zombie_status(c.id()), None);
+        assert_eq!(describe_wait_status(3 << 8), "exit code 3");
+    }
 
     #[test]
     fn a_killed_group_is_waited_for_to_the_last_grandchild() {
