@@ -274,6 +274,18 @@ fn sighup_in_every_phase_leaves_nothing() {
     signal_during("run", &[], 0, libc::SIGHUP);
 }
 
+/// `kill`, a service manager, a container runtime stopping us: SIGTERM
+/// cleans up as Ctrl-C does, in every phase.
+#[test]
+fn sigterm_in_every_phase_leaves_nothing() {
+    if needs_root() {
+        return;
+    }
+    signal_during("init datadir", &[], 130, libc::SIGTERM);
+    signal_during("load", &["--rows-per-thread", "20000"], 130, libc::SIGTERM);
+    signal_during("run", &[], 0, libc::SIGTERM);
+}
+
 /// One line, exit 2, no panic, nothing left behind.
 fn fails(args: &[&str]) -> String {
     let wd = workdir();
