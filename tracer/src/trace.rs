@@ -204,9 +204,8 @@ async fn run_loop(
                     break EndReason::TargetExited;
                 }
             }
-            _ = poll.tick() => match down {
-                None if gone(target.pid) && args.mysqld.is_some() => {
-                    let exe = args.mysqld.as_deref().unwrap_or(&target.exe);
+            _ = poll.tick() => {
+                if let Some(exe) = args.mysqld.as_deref().filter(|_| down.is_none() && gone(target.pid)) {
                     // What the server did between the last tick and its exit.
                     let i = sampler.tick(&probes)?;
                     if sampler.changed() {
@@ -218,31 +217,46 @@ async fn run_loop(
                         target.pid,
                         exe.display()
                     );
+                    // Looked for at once below: a restart may be quick.
                     down = Some((Instant::now(), target.pid));
                 }
-                None => sampler.poll_fds(&mut probes),
-                Some((since, old)) => {
-                    let Some(pid) = args.mysqld.as_deref().and_then(|exe| restarted(exe, old, started)) else {
+                let Some((since, old)) = down else {
+                    sampler.poll_fds(&mut probes);
+                    continue;
+                };
+                let Some(pid) = args.mysqld.as_deref().and_then(|exe| restarted(exe, old, started)) else {
+                    continue;
+                };
+                let new_start = process::start_ticks(pid).unwrap_or(started);
+                probes.drain_logs();
+                let t0 = Instant::now();
+                let (p, t) = match attach_restarted(&probes, &target, pid) {
+                    Ok(next) => next,
+                    Err(e) => {
+                        // It may have died at once (a crash loop):
+                        // wait for the next one, counts kept.
+                        eprintln!("commitscope: cannot trace pid {pid} ({e}); waiting for the next start");
+                        started = new_start + 1;
+                        down = Some((since, pid));
                         continue;
-                    };
-                    started = process::start_ticks(pid).unwrap_or(started);
-                    let found = Instant::now();
-                    probes.drain_logs();
-                    let (p, t) = follow(probes, &target, pid)?;
-                    probes = p;
-                    target = t;
-                    sampler.reattach(&probes, pid);
-                    pids.push(pid);
-                    let down_s = since.elapsed().as_secs_f64();
-                    eprintln!(
-                        "commitscope: following pid {pid} (down {down_s:.1} s; attached {} ms after it appeared)",
-                        found.elapsed().as_millis()
-                    );
-                    sink.restart(SystemTime::now(), &Restart { previous_pid: old, pid, down_s });
-                    down = None;
-                    tick.reset();
-                }
-            },
+                    }
+                };
+                started = new_start;
+                detach_in_background(std::mem::replace(&mut probes, p));
+                target = t;
+                sampler.reattach(&probes, pid);
+                pids.push(pid);
+                let down_s = since.elapsed().as_secs_f64();
+                let age = process::age(pid)
+                    .map_or_else(|| "?".into(), |a| a.as_millis().to_string());
+                eprintln!(
+                    "commitscope: following pid {pid} (down {down_s:.1} s; attached {age} ms after it started, the attach itself {} ms)",
+                    t0.elapsed().as_millis()
+                );
+                sink.restart(SystemTime::now(), &Restart { previous_pid: old, pid, down_s });
+                down = None;
+                tick.reset();
+            }
             _ = &mut sleep_until_deadline => break EndReason::Duration,
             _ = sigint.recv() => break EndReason::Interrupted,
             _ = sigterm.recv() => break EndReason::Interrupted,
@@ -273,14 +287,11 @@ async fn run_loop(
 /// How often a followed server's exit and return are looked for.
 const FOLLOW_POLL: Duration = Duration::from_millis(100);
 
-/// Attaches to `pid`, the same binary restarted, then detaches `old` (its
-/// process is gone, and its programs filter on the old pid, so nothing is
-/// counted twice meanwhile). The attach plan is reused when the
-/// executable is the same file; an upgraded binary is resolved again.
-/// Detaching takes the kernel most of a second (each perf event's close
-/// waits for a grace period): it happens on a thread of its own so the
-/// new server is counted at once.
-fn follow(old: Probes, target: &Target, pid: u32) -> Result<(Probes, Target)> {
+/// Attaches to `pid`, the same binary restarted. The old probes stay
+/// attached meanwhile (their programs filter on the old pid, so nothing
+/// is counted twice). The attach plan is reused when the executable is
+/// the same file; an upgraded binary is resolved again.
+fn attach_restarted(old: &Probes, target: &Target, pid: u32) -> Result<(Probes, Target)> {
     let exe = process::exe_of(pid)?;
     let next = Target {
         pid,
@@ -293,8 +304,14 @@ fn follow(old: Probes, target: &Target, pid: u32) -> Result<(Probes, Target)> {
         Plan::new(&next)?
     };
     let probes = Probes::attach(&next, plan)?;
-    std::thread::spawn(move || drop(old));
     Ok((probes, next))
+}
+
+/// Detaching takes the kernel most of a second (each perf event's close
+/// waits for an RCU grace period): done on a thread of its own, so the
+/// new server is counted at once.
+fn detach_in_background(old: Probes) {
+    std::thread::spawn(move || drop(old));
 }
 
 /// Same device and inode: the file the plan's offsets were read from.

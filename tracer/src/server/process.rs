@@ -102,6 +102,23 @@ pub fn start_ticks(pid: u32) -> Option<u64> {
     stat_fields(pid)?.get(19)?.parse().ok()
 }
 
+/// How long ago `pid` started (to the kernel's clock tick, 10 ms).
+pub fn age(pid: u32) -> Option<std::time::Duration> {
+    let start = start_ticks(pid)?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let since_boot = start as f64 / hz.max(1) as f64;
+    Some(std::time::Duration::from_secs_f64(
+        (uptime - since_boot).max(0.0),
+    ))
+}
+
 /// The live processes whose executable is `exe`, in pid order.
 pub fn pids_of(exe: &Path) -> Result<Vec<u32>> {
     let want = std::fs::canonicalize(exe).map_err(|source| Error::Read {
