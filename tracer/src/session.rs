@@ -487,6 +487,11 @@ impl Stage {
                     }
                 }
                 _ = done_poll.tick(), if m.cfg.total_rows.is_some() => {
+                    // Workers that stopped on a full disk are not done.
+                    if let Some(f) = engine.fatal() {
+                        fatal = Some(f);
+                        break EndReason::ServerCannotWrite;
+                    }
                     if engine.finished() { break EndReason::WorkloadDone; }
                 }
                 _ = &mut deadline => break EndReason::Duration,

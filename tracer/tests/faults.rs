@@ -511,9 +511,11 @@ fn a_full_disk_ends_the_run_with_the_servers_error() {
     if needs_root() {
         return;
     }
-    // Inserts: the tablespace cannot grow, every client gets 1114.
+    // Inserts: the tablespace cannot grow, every client gets 1114. With
+    // --total-rows the workers' stopping must not read as "finished".
     let fs = SmallFs::new(300);
-    let (code, said, lines) = fill_during_run(&fs, &["--workload", "insert"]);
+    let (code, said, lines) =
+        fill_during_run(&fs, &["--workload", "insert", "--total-rows", "100000000"]);
     assert_disk_full_end(code, &said, &lines, "The table 'test_load' is full", &fs);
     drop(fs);
 

@@ -133,7 +133,7 @@ async fn drive(args: &WorkloadArgs, out: impl std::io::Write) -> Result<Summary>
                 if engine.finished() || engine.fatal().is_some() { break; }
             }
             _ = done_poll.tick(), if args.total_rows.is_some() => {
-                if engine.finished() { break; }
+                if engine.finished() || engine.fatal().is_some() { break; }
             }
             _ = &mut deadline => break,
             _ = int.recv() => break,
