@@ -118,14 +118,11 @@ impl Tracer {
             // SAFETY: signalling our own child.
             unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
         }
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let status = loop {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                break st;
-            }
-            assert!(Instant::now() < deadline, "commitscope did not stop");
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let (status, _) = wait_exit(
+            &mut self.child,
+            Duration::from_secs(30),
+            "commitscope did not stop",
+        );
         // The reader threads may still hold the last lines: read both
         // pipes to their EOF.
         while let Ok(l) = self.stderr.recv_timeout(Duration::from_secs(10)) {
@@ -141,6 +138,23 @@ impl Tracer {
             lines.push(serde_json::from_str(&l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")));
         }
         (lines, self.stderr_lines)
+    }
+}
+
+/// Waits for `child` to exit, failing with `what` after `limit`:
+/// (its status, how long it took).
+pub fn wait_exit(
+    child: &mut Child,
+    limit: Duration,
+    what: &str,
+) -> (std::process::ExitStatus, Duration) {
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return (st, t0.elapsed());
+        }
+        assert!(t0.elapsed() < limit, "{what}");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

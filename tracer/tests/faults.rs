@@ -2,10 +2,7 @@
 //! workload's connections killed from another session.
 mod common;
 
-use std::{
-    process::Stdio,
-    time::{Duration, Instant},
-};
+use std::{process::Stdio, time::Duration};
 
 use common::*;
 use serde_json::Value;
@@ -179,15 +176,7 @@ fn a_killed_managed_server_ends_the_run_with_exit_3() {
     } = managed_run("60");
     // SAFETY: killing the test's own grandchild, the managed server.
     unsafe { libc::kill(server as i32, libc::SIGKILL) };
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(10), "still running");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let took = t0.elapsed();
+    let (status, took) = wait_exit(&mut child, Duration::from_secs(10), "still running");
     let rest = rest_of(&err);
     let stdout = json_of(&rest_of(&out));
     assert_eq!(status.code(), Some(3), "{rest:?}");
@@ -229,22 +218,11 @@ fn a_killed_existing_server_ends_the_run_with_exit_3() {
     // end: commitscope sees the zombie, and how it died.
     // SAFETY: killing the test's own child, the server.
     unsafe { libc::kill(srv.pid() as i32, libc::SIGKILL) };
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(10), "still running");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (status, took) = wait_exit(&mut child, Duration::from_secs(10), "still running");
     let said = rest_of(&err);
     let lines = json_of(&rest_of(&out));
     assert_eq!(status.code(), Some(3), "{said:?}");
-    assert!(
-        t0.elapsed() < Duration::from_millis(2500),
-        "{:?}",
-        t0.elapsed()
-    );
+    assert!(took < Duration::from_millis(2500), "{took:?}");
     let s = lines.last().expect("a summary");
     assert_eq!(s["ended"], "the server died (signal 9)", "{s}");
     assert!(
@@ -459,21 +437,12 @@ fn fill_during_run(fs: &SmallFs, args: &[&str]) -> (Option<i32>, Vec<String>, Ve
         mut seen,
     } = start_managed(&fs.mnt, "120", args);
     fs.fill(2 << 20);
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "still running 60 s after the disk filled"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    eprintln!(
-        "ended {:.1} s after the disk filled",
-        t0.elapsed().as_secs_f64()
+    let (status, took) = wait_exit(
+        &mut child,
+        Duration::from_secs(60),
+        "still running 60 s after the disk filled",
     );
+    eprintln!("ended {:.1} s after the disk filled", took.as_secs_f64());
     said.extend(rest_of(&err));
     seen.extend(rest_of(&out));
     (status.code(), said, json_of(&seen))

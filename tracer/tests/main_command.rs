@@ -269,9 +269,7 @@ fn sighup_in_every_phase_leaves_nothing() {
     if needs_root() {
         return;
     }
-    signal_during("init datadir", &[], 130, libc::SIGHUP);
-    signal_during("load", &["--rows-per-thread", "20000"], 130, libc::SIGHUP);
-    signal_during("run", &[], 0, libc::SIGHUP);
+    signal_in_every_phase(libc::SIGHUP);
 }
 
 /// `kill`, a service manager, a container runtime stopping us: SIGTERM
@@ -281,9 +279,15 @@ fn sigterm_in_every_phase_leaves_nothing() {
     if needs_root() {
         return;
     }
-    signal_during("init datadir", &[], 130, libc::SIGTERM);
-    signal_during("load", &["--rows-per-thread", "20000"], 130, libc::SIGTERM);
-    signal_during("run", &[], 0, libc::SIGTERM);
+    signal_in_every_phase(libc::SIGTERM);
+}
+
+/// `sig` during init, load (a load of several seconds) and the run:
+/// 130, 130, then the summary and 0; nothing left each time.
+fn signal_in_every_phase(sig: i32) {
+    signal_during("init datadir", &[], 130, sig);
+    signal_during("load", &["--rows-per-thread", "20000"], 130, sig);
+    signal_during("run", &[], 0, sig);
 }
 
 /// One line, exit 2, no panic, nothing left behind.
