@@ -47,23 +47,12 @@ fn secret_range(prev: Option<&[u8]>, arg: &[u8]) -> Option<std::ops::Range<usize
     None
 }
 
-/// The password of `user:pass@host` in a URL starting at `from`.
+/// The password of the `--dsn` URL starting at `from` in `arg`, found
+/// as the connection code finds it (also in a malformed URL).
 fn dsn_password(arg: &[u8], from: usize) -> Option<std::ops::Range<usize>> {
-    let url = &arg[from..];
-    let start = url
-        .windows(3)
-        .position(|w| w == b"://")
-        .map_or(0, |i| i + 3);
-    let rest = &url[start..];
-    let end = rest
-        .iter()
-        .position(|&b| b == b'/' || b == b'?')
-        .unwrap_or(rest.len());
-    let userinfo = &rest[..rest[..end].iter().rposition(|&b| b == b'@')?];
-    let colon = userinfo.iter().position(|&b| b == b':')?;
-    let a = from + start + colon + 1;
-    let b = from + start + userinfo.len();
-    (a < b).then_some(a..b)
+    let url = std::str::from_utf8(&arg[from..]).ok()?;
+    let r = workload::conn::dsn_password_span(url)?;
+    Some(from + r.start..from + r.end)
 }
 
 /// Overwrites every password in the process's argv with `x`. Call after
@@ -119,6 +108,10 @@ mod tests {
             "mysql://bob:xx@h/?socket=/a@b"
         );
         assert_eq!(masked(Some("--dsn"), "mysql://bob@h/"), "mysql://bob@h/");
+        assert_eq!(
+            masked(Some("--dsn"), "mysql//bob:pw@h:x/"),
+            "mysql//bob:xx@h:x/"
+        );
         assert_eq!(masked(None, "--port=3306"), "--port=3306");
         assert_eq!(masked(None, "-p"), "-p");
         assert_eq!(masked(None, "--pid=3"), "--pid=3");

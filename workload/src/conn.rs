@@ -194,6 +194,15 @@ fn dsn_password(dsn: &str) -> Option<&str> {
     (!pass.is_empty()).then_some(pass)
 }
 
+/// Where [`dsn_password`] stands in `dsn`, as byte offsets: for hiding
+/// it in place (the process's own argv).
+pub fn dsn_password_span(dsn: &str) -> Option<std::ops::Range<usize>> {
+    let pass = dsn_password(dsn)?;
+    // A subslice of `dsn`: its offset is the distance of the pointers.
+    let start = pass.as_ptr() as usize - dsn.as_ptr() as usize;
+    Some(start..start + pass.len())
+}
+
 /// `text` with the DSN, and any password in it, replaced.
 fn redact(text: &str, dsn: &str) -> String {
     let out = text.replace(dsn, "<dsn>");
@@ -313,6 +322,7 @@ mod tests {
         assert_eq!(dsn_password("mysql://bob@db2/?socket=/a@b"), None);
         assert_eq!(dsn_password("mysql//bob:pw@db2:x/"), Some("pw"));
         assert_eq!(dsn_password("mysql://bob:@db2/"), None);
+        assert_eq!(dsn_password_span("mysql://bob:pw@db2/"), Some(12..14));
         assert_eq!(
             redact("bad url mysql://bob:pw9@h/ (pw9)", "mysql://bob:pw9@h/"),
             "bad url <dsn> (<password>)"

@@ -18,11 +18,22 @@ const RECORD_FILE_FULL: u16 = 1114;
 pub fn disk_full(code: u16, msg: &str) -> bool {
     match code {
         DISK_FULL | RECORD_FILE_FULL => true,
-        ERROR_ON_WRITE | GET_ERRNO => {
-            msg.contains("errno: 28") || msg.contains("error 28") || msg.contains("No space left")
-        }
+        ERROR_ON_WRITE | GET_ERRNO => says_no_space(msg),
         _ => false,
     }
+}
+
+/// Whether a server's text (a client error, an error-log line) says a
+/// write failed for want of space: ENOSPC's words, or its number 28 after
+/// "errno: ", "Errcode: " or "error " (and not 280).
+pub fn says_no_space(text: &str) -> bool {
+    if text.contains("No space left") || text.contains("Disk is full") {
+        return true;
+    }
+    ["errno: 28", "Errcode: 28", "error 28"].iter().any(|p| {
+        text.match_indices(p)
+            .any(|(i, _)| !text[i + p.len()..].starts_with(|c: char| c.is_ascii_digit()))
+    })
 }
 
 /// The first fatal error of a run, shared by its workers.
@@ -65,6 +76,14 @@ mod tests {
             "Got error 28 \"No space left on device\" from storage engine InnoDB"
         ));
         assert!(!disk_full(1030, "Got error 168 from storage engine InnoDB"));
+        assert!(!disk_full(1030, "Got error 280 from storage engine InnoDB"));
+        assert!(says_no_space(
+            "InnoDB: preallocating 3145728 bytes for file ./t.ibd failed with error 28"
+        ));
+        assert!(says_no_space(
+            "Disk is full writing './b.000001' (Errcode: 28 \"No space left on device\")"
+        ));
+        assert!(!says_no_space("InnoDB: Aborting"));
         assert!(!disk_full(1213, "Deadlock found when trying to get lock"));
         let f = Fatal::default();
         assert!(!f.note(1062, "Duplicate entry"));

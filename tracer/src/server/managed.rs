@@ -235,14 +235,7 @@ pub fn log_errors(text: &str) -> String {
 pub fn disk_full_in(log: &str) -> Option<String> {
     log.lines()
         .rev()
-        .find(|l| {
-            l.contains("No space left on device")
-                || l.contains("Disk is full")
-                || l.contains("errno: 28")
-                || l.contains("Errcode: 28")
-                || l.contains("failed with error 28")
-                || l.contains("error 28 ")
-        })
+        .find(|l| workload::fatal::says_no_space(l))
         .map(|l| {
             l.split_once("[ERROR]")
                 .or_else(|| l.split_once("[Warning]"))
