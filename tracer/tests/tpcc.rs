@@ -90,9 +90,11 @@ fn one(s: &Server, sql: &str) -> String {
 }
 
 /// Starts `commitscope load`, sends SIGINT once `count` (a query) is
-/// above 0, and returns how it ended.
+/// above 0, and returns how it ended. A load that ends first, or that
+/// never gets there in 300 s, fails the test with its stderr (and, for
+/// the latter, what the server was doing).
 fn interrupt_load(srv: &Server, db: &[&str], conn: &[&str], count: &str) -> std::process::Output {
-    let child = commitscope()
+    let mut child = commitscope()
         .arg("load")
         .args(db)
         .args(conn)
@@ -100,13 +102,33 @@ fn interrupt_load(srv: &Server, db: &[&str], conn: &[&str], count: &str) -> std:
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let t0 = Instant::now();
     loop {
         let n = srv.query(count).unwrap_or_default();
         if n.trim().parse::<u64>().unwrap_or(0) > 0 {
             break;
         }
-        assert!(Instant::now() < deadline, "never true: {count}");
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "the load ended before {count} was above 0: {:?}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        if t0.elapsed() > Duration::from_secs(300) {
+            // What the server was doing, for the failure message.
+            let busy = srv
+                .query("SELECT ID, TIME, STATE, LEFT(INFO, 80) FROM information_schema.PROCESSLIST")
+                .unwrap_or_else(|e| e);
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{count} still 0 after 300 s of loading\nprocesslist:\n{busy}\nload's stderr:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
     // SAFETY: signalling our own child.
@@ -122,8 +144,15 @@ fn interrupted_load_is_marked_incomplete_and_reloaded() {
     let flags = srv.client_flags();
     let conn: Vec<&str> = flags.iter().map(String::as_str).collect();
     let db = ["--workload", "tpcc", "--database", "tpcc_int", "-w", "2"];
-    // Interrupt once rows are going in.
-    let out = interrupt_load(&srv, &db, &conn, "SELECT COUNT(*) FROM tpcc_int.order_line");
+    // Interrupt once order lines are going in (a LOAD DATA shows no row
+    // until its commit: the statement itself is the earlier sign).
+    let out = interrupt_load(
+        &srv,
+        &db,
+        &conn,
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+         WHERE ID <> CONNECTION_ID() AND DB = 'tpcc_int' AND INFO LIKE '%INTO%order_line%'",
+    );
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(130), "{err}");
     let last = err.lines().last().unwrap_or_default();
