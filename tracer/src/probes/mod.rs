@@ -1,5 +1,6 @@
 //! Loads the eBPF object, attaches it to one server process, and reads the
 //! cumulative per-CPU maps on demand. Links detach when `Probes` drops.
+pub mod debuginfod;
 pub mod ebpf_log;
 pub mod kernel;
 pub mod profiles;

@@ -1,0 +1,219 @@
+//! Where debuginfod looks, as elfutils' client does it (WORK IN PROGRESS,
+//! issue 13: the HTTP fetch is not written yet): the server URLs
+//! (`DEBUGINFOD_URLS`, else the distributions' `/etc/debuginfod/*.urls`,
+//! which `sudo` would otherwise hide), the shared cache
+//! (`<cache>/<build-id>/debuginfo`, reused by and from gdb, perf,
+//! systemtap), and files written into it atomically.
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+/// Where the server list came from, for `-v`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UrlSource {
+    Env,
+    UrlsFiles(PathBuf),
+    None,
+}
+
+/// The environment that matters, read once (tests pass their own).
+#[derive(Clone, Debug, Default)]
+pub struct Env {
+    pub urls: Option<String>,
+    pub cache_path: Option<String>,
+    pub xdg_cache_home: Option<String>,
+    pub home: Option<String>,
+    pub timeout: Option<String>,
+}
+
+impl Env {
+    pub fn from_process() -> Env {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        Env {
+            urls: var("DEBUGINFOD_URLS"),
+            cache_path: var("DEBUGINFOD_CACHE_PATH"),
+            xdg_cache_home: var("XDG_CACHE_HOME"),
+            home: var("HOME"),
+            timeout: var("DEBUGINFOD_TIMEOUT"),
+        }
+    }
+}
+
+/// An `http://` or `https://` URL without its trailing slashes.
+pub fn check_url(u: &str) -> Result<String, String> {
+    let t = u.trim().trim_end_matches('/');
+    let rest = t
+        .strip_prefix("https://")
+        .or_else(|| t.strip_prefix("http://"))
+        .ok_or_else(|| format!("{u:?} is not an http:// or https:// URL"))?;
+    if rest.is_empty() || rest.starts_with('/') || rest.contains(char::is_whitespace) {
+        return Err(format!("{u:?} has no host"));
+    }
+    Ok(t.to_string())
+}
+
+/// The servers to ask: `DEBUGINFOD_URLS` (space-separated), else every
+/// URL in `urls_dir/*.urls` (name order; `#` comments), else none.
+/// Entries that are not URLs are skipped (the environment is not ours to
+/// refuse); `--debuginfod` values are checked by the caller.
+pub fn urls(env: &Env, urls_dir: &Path) -> (Vec<String>, UrlSource) {
+    if let Some(v) = &env.urls {
+        let list: Vec<String> = v
+            .split_whitespace()
+            .filter_map(|u| check_url(u).ok())
+            .collect();
+        return (list, UrlSource::Env);
+    }
+    let Ok(entries) = std::fs::read_dir(urls_dir) else {
+        return (Vec::new(), UrlSource::None);
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "urls") && p.is_file())
+        .collect();
+    files.sort();
+    let mut list = Vec::new();
+    for f in &files {
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        for line in text.lines().map(str::trim) {
+            if line.starts_with('#') {
+                continue;
+            }
+            list.extend(line.split_whitespace().filter_map(|u| check_url(u).ok()));
+        }
+    }
+    if list.is_empty() {
+        (list, UrlSource::None)
+    } else {
+        (list, UrlSource::UrlsFiles(urls_dir.to_owned()))
+    }
+}
+
+/// elfutils' cache: `$DEBUGINFOD_CACHE_PATH`, else
+/// `$XDG_CACHE_HOME/debuginfod_client`, else `~/.cache/debuginfod_client`.
+pub fn cache_dir(env: &Env) -> Option<PathBuf> {
+    if let Some(p) = &env.cache_path {
+        return Some(PathBuf::from(p));
+    }
+    if let Some(x) = &env.xdg_cache_home {
+        return Some(Path::new(x).join("debuginfod_client"));
+    }
+    env.home
+        .as_ref()
+        .map(|h| Path::new(h).join(".cache/debuginfod_client"))
+}
+
+/// `<cache>/<build-id hex>/debuginfo`.
+pub fn cached_file(cache: &Path, build_id_hex: &str) -> PathBuf {
+    cache.join(build_id_hex).join("debuginfo")
+}
+
+/// The first-byte timeout: `DEBUGINFOD_TIMEOUT` seconds, default 90.
+pub fn timeout(env: &Env) -> Duration {
+    env.timeout
+        .as_deref()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .filter(|&s| s > 0)
+        .map_or(Duration::from_secs(90), Duration::from_secs)
+}
+
+/// Writes `data` as the cached debug file of `build_id_hex`: a temp file
+/// in the same directory, synced, then renamed — a reader never sees half
+/// a file, and an interrupted download leaves only a temp file that the
+/// drop of its handle removes.
+pub fn store(cache: &Path, build_id_hex: &str, data: &[u8]) -> std::io::Result<PathBuf> {
+    let dir = cache.join(build_id_hex);
+    std::fs::create_dir_all(&dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".debuginfo.")
+        .tempfile_in(&dir)?;
+    tmp.write_all(data)?;
+    tmp.as_file().sync_all()?;
+    let dest = dir.join("debuginfo");
+    tmp.persist(&dest).map_err(|e| e.error)?;
+    Ok(dest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_come_from_the_environment_else_the_urls_files() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("b.urls"),
+            "# Debian\nhttps://debuginfod.debian.net\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.path().join("a.urls"),
+            "http://127.0.0.1:8002/ not-a-url\n",
+        )
+        .unwrap();
+        std::fs::write(d.path().join("c.txt"), "https://ignored.example\n").unwrap();
+        let (l, src) = urls(&Env::default(), d.path());
+        assert_eq!(
+            l,
+            ["http://127.0.0.1:8002", "https://debuginfod.debian.net"]
+        );
+        assert_eq!(src, UrlSource::UrlsFiles(d.path().to_owned()));
+        let env = Env {
+            urls: Some("https://a.example/  https://b.example".into()),
+            ..Default::default()
+        };
+        let (l, src) = urls(&env, d.path());
+        assert_eq!(l, ["https://a.example", "https://b.example"]);
+        assert_eq!(src, UrlSource::Env);
+        let (l, src) = urls(&Env::default(), &d.path().join("missing"));
+        assert!(l.is_empty());
+        assert_eq!(src, UrlSource::None);
+    }
+
+    #[test]
+    fn urls_are_checked() {
+        assert!(check_url("ftp://x").is_err());
+        assert!(check_url("https://").is_err());
+        assert!(check_url("debuginfod.debian.net").is_err());
+        assert_eq!(check_url("https://h:1/x/").unwrap(), "https://h:1/x");
+    }
+
+    #[test]
+    fn the_cache_is_elfutils_one() {
+        let mut env = Env {
+            home: Some("/home/u".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            cache_dir(&env).unwrap(),
+            Path::new("/home/u/.cache/debuginfod_client")
+        );
+        env.xdg_cache_home = Some("/x".into());
+        assert_eq!(cache_dir(&env).unwrap(), Path::new("/x/debuginfod_client"));
+        env.cache_path = Some("/c".into());
+        assert_eq!(cache_dir(&env).unwrap(), Path::new("/c"));
+        assert_eq!(
+            cached_file(Path::new("/c"), "ab12"),
+            Path::new("/c/ab12/debuginfo")
+        );
+        assert_eq!(timeout(&Env::default()), Duration::from_secs(90));
+        env.timeout = Some("5".into());
+        assert_eq!(timeout(&env), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn stores_are_atomic_and_leave_no_temp_file() {
+        let d = tempfile::tempdir().unwrap();
+        let p = store(d.path(), "ab12", b"ELF...").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"ELF...");
+        let names: Vec<_> = std::fs::read_dir(d.path().join("ab12"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["debuginfo"]);
+    }
+}
