@@ -20,6 +20,8 @@ const APT: &[&str] = &[
     "sysbench",
     "librsvg2-bin",
     "fonts-dejavu-core",
+    // The debuginfod server the client tests fetch from (issue 13).
+    "debuginfod",
 ];
 
 /// cargo-fuzz release used by `cargo xtask fuzz` (and CI).

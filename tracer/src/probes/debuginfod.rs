@@ -217,3 +217,61 @@ mod tests {
         assert_eq!(names, ["debuginfo"]);
     }
 }
+
+/// Why one server gave nothing.
+#[derive(Debug)]
+pub enum FetchError {
+    /// 404: the server does not know this build.
+    NotFound,
+    Status(u16),
+    /// Connect, timeout, TLS, a cut body.
+    Transport(String),
+    /// Larger than the limit the caller set.
+    TooLarge(u64),
+}
+
+impl std::fmt::Display for FetchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FetchError::NotFound => f.write_str("404, no such build"),
+            FetchError::Status(s) => write!(f, "HTTP status {s}"),
+            FetchError::Transport(e) => f.write_str(e),
+            FetchError::TooLarge(n) => write!(f, "larger than {n} bytes"),
+        }
+    }
+}
+
+/// `GET <url>/buildid/<hex>/debuginfo`, the first byte within `timeout`,
+/// at most `limit` bytes. (No progress bar and no streaming to the cache
+/// yet: WORK IN PROGRESS.)
+pub fn fetch(
+    url: &str,
+    build_id_hex: &str,
+    timeout: Duration,
+    limit: u64,
+) -> Result<Vec<u8>, FetchError> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_connect(Some(timeout))
+        .timeout_recv_response(Some(timeout))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let full = format!("{url}/buildid/{build_id_hex}/debuginfo");
+    let mut resp = agent
+        .get(&full)
+        .call()
+        .map_err(|e| FetchError::Transport(e.to_string()))?;
+    match resp.status().as_u16() {
+        200 => {}
+        404 => return Err(FetchError::NotFound),
+        s => return Err(FetchError::Status(s)),
+    }
+    resp.body_mut()
+        .with_config()
+        .limit(limit)
+        .read_to_vec()
+        .map_err(|e| match e {
+            ureq::Error::BodyExceedsLimit(_) => FetchError::TooLarge(limit),
+            e => FetchError::Transport(e.to_string()),
+        })
+}
