@@ -31,7 +31,8 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// The fixture built with -g: (stripped binary's build-id, debug file).
+/// The fixture built with -g and stripped: (build-id, debug file); the
+/// binary is `dir/fake`.
 fn split_fixture(dir: &Path) -> (String, std::path::PathBuf) {
     let bin = dir.join("fake");
     let src = testkit::workspace_root().join("tracer/tests/fixture/fake_server.c");
@@ -47,6 +48,7 @@ fn split_fixture(dir: &Path) -> (String, std::path::PathBuf) {
         .arg("--only-keep-debug")
         .arg(&bin)
         .arg(&debug));
+    run(Command::new("strip").arg("--strip-all").arg(&bin));
     let data = std::fs::read(&bin).unwrap();
     let id = object::File::parse(&*data)
         .unwrap()
@@ -57,20 +59,19 @@ fn split_fixture(dir: &Path) -> (String, std::path::PathBuf) {
     (id.iter().map(|b| format!("{b:02x}")).collect(), debug)
 }
 
-#[test]
-fn fetches_by_build_id_from_a_real_debuginfod() {
+/// Starts debuginfod over `dir/srv` and waits until it serves `id`:
+/// (the server, its URL, the bytes it served).
+fn serve(dir: &Path, id: &str) -> Option<(Debuginfod, String, Vec<u8>)> {
     if !has_tool("debuginfod") {
         testkit::skip("no debuginfod: run `cargo xtask setup` (installs debuginfod)");
-        return;
+        return None;
     }
-    let d = tempfile::tempdir().unwrap();
-    let (id, debug) = split_fixture(d.path());
     let port = free_port();
-    let _server = Debuginfod(
+    let server = Debuginfod(
         Command::new("debuginfod")
             .args(["-F", "-p", &port.to_string(), "-d"])
-            .arg(d.path().join("db.sqlite"))
-            .arg(d.path().join("srv"))
+            .arg(dir.join("db.sqlite"))
+            .arg(dir.join("srv"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -79,12 +80,21 @@ fn fetches_by_build_id_from_a_real_debuginfod() {
     let url = format!("http://127.0.0.1:{port}");
     // Its first scan takes a moment: ask until it knows the build.
     let deadline = Instant::now() + Duration::from_secs(30);
-    let got = loop {
-        match fetch(&url, &id, Duration::from_secs(5), 1 << 30) {
-            Ok(b) => break b,
+    loop {
+        match fetch(&url, id, Duration::from_secs(5), 1 << 30) {
+            Ok(b) => return Some((server, url, b)),
             Err(e) => assert!(Instant::now() < deadline, "not served in 30 s: {e}"),
         }
         std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn fetches_by_build_id_from_a_real_debuginfod() {
+    let d = tempfile::tempdir().unwrap();
+    let (id, debug) = split_fixture(d.path());
+    let Some((_server, url, got)) = serve(d.path(), &id) else {
+        return;
     };
     assert_eq!(got, std::fs::read(&debug).unwrap());
     let unknown = "00".repeat(20);
@@ -96,6 +106,64 @@ fn fetches_by_build_id_from_a_real_debuginfod() {
         fetch(&url, &id, Duration::from_secs(5), 100),
         Err(FetchError::TooLarge(100))
     ));
+}
+
+/// The stripped fixture traced in exact mode from the debug file that
+/// only the debuginfod server has; a second run from the cache alone.
+#[test]
+fn a_stripped_binary_is_traced_exactly_with_a_fetched_debug_file() {
+    if needs_root() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (id, _) = split_fixture(d.path());
+    let Some((server, url, _)) = serve(d.path(), &id) else {
+        return;
+    };
+    let cache = d.path().join("cache");
+    // Only this test in this file runs commitscope: its children inherit.
+    std::env::set_var("DEBUGINFOD_URLS", &url);
+    std::env::set_var("DEBUGINFOD_CACHE_PATH", &cache);
+    let run_fixture = || {
+        let work = tempfile::tempdir().unwrap();
+        let mut fx = Command::new(d.path().join("fake"))
+            .arg("2000")
+            .arg(work.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let tracer = Tracer::start(fx.id(), &["--debug-dir", "/nonexistent"]);
+        use std::io::{BufRead, Write};
+        writeln!(fx.stdin.take().unwrap(), "go").unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(fx.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(fx.wait().unwrap().success());
+        let truth: serde_json::Value = serde_json::from_str(&line).unwrap();
+        (truth, tracer.finish(false))
+    };
+    let (truth, lines) = run_fixture();
+    let s = summary(&lines);
+    let ctx = format!("truth {truth} summary {s}");
+    assert_eq!(s["legend"]["n_write_source"], "log_write_up_to", "{ctx}");
+    assert_eq!(
+        s["legend"]["n_write_symbol_from"], "debuginfod debug file",
+        "{ctx}"
+    );
+    assert_eq!(s["totals"]["n_write"], truth["requests"], "{ctx}");
+    assert_eq!(s["totals"]["durable"], truth["durable"], "{ctx}");
+    assert_eq!(s["totals"]["n_flush"], truth["flushes"], "{ctx}");
+    assert!(cache.join(&id).join("debuginfo").is_file(), "not cached");
+    // The server gone: exact again, from the cache.
+    drop(server);
+    let (truth, lines) = run_fixture();
+    let s = summary(&lines);
+    assert_eq!(
+        s["totals"]["n_write"], truth["requests"],
+        "from the cache: {s}"
+    );
 }
 
 #[test]

@@ -275,3 +275,58 @@ pub fn fetch(
             e => FetchError::Transport(e.to_string()),
         })
 }
+
+/// Where the distributions keep their server lists.
+pub const URLS_DIR: &str = "/etc/debuginfod";
+
+/// The largest debug file fetched (a MariaDB one is a few hundred MB).
+pub const FETCH_LIMIT: u64 = 4 << 30;
+
+/// Finds the debug file of `build_id` and hands it to `accept` (which
+/// checks it is of this build and has symbols): the cache first, then
+/// each server; a fetched file is cached only once accepted. Each miss
+/// is said in one line. Returns what was used, for the start line.
+pub fn lookup(
+    env: &Env,
+    urls_dir: &Path,
+    build_id: &[u8],
+    mut accept: impl FnMut(&Path, &[u8]) -> bool,
+) -> Option<String> {
+    let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
+    let cache = cache_dir(env);
+    if let Some(c) = &cache {
+        let p = cached_file(c, &hex);
+        if let Ok(data) = std::fs::read(&p) {
+            if accept(&p, &data) {
+                return Some(format!("debuginfod cache {}", p.display()));
+            }
+            eprintln!(
+                "commitscope: debuginfod: {} is not a debug file of this build: removed",
+                p.display()
+            );
+            let _ = std::fs::remove_file(&p);
+        }
+    }
+    let (urls, _) = urls(env, urls_dir);
+    for u in urls {
+        match fetch(&u, &hex, timeout(env), FETCH_LIMIT) {
+            Ok(data) => {
+                let at = cache
+                    .as_ref()
+                    .map_or_else(|| PathBuf::from(&u), |c| cached_file(c, &hex));
+                if !accept(&at, &data) {
+                    eprintln!("commitscope: debuginfod: {u} sent a file of another build (or without symbols): refused, not cached");
+                    continue;
+                }
+                if let Some(c) = &cache {
+                    if let Err(e) = store(c, &hex, &data) {
+                        eprintln!("commitscope: debuginfod: cannot cache in {} ({e}): used without caching", c.display());
+                    }
+                }
+                return Some(format!("debuginfod {u}"));
+            }
+            Err(e) => eprintln!("commitscope: debuginfod: {u}: {e}"),
+        }
+    }
+    None
+}

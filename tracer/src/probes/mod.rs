@@ -102,8 +102,22 @@ pub struct Plan {
 
 impl Plan {
     pub fn new(target: &Target) -> Result<Self> {
-        let r = Resolver::open(&target.exe, &target.debug_root)?;
+        let mut r = Resolver::open(&target.exe, &target.debug_root)?;
         let server = target.server.or_else(|| profiles::detect(&target.exe));
+        // The last sources of the cascade, only when the others lack the
+        // write function: a debuginfod fetch may be hundreds of MB.
+        let exact = |r: &Resolver| {
+            profiles::candidates(server)
+                .iter()
+                .any(|p| r.resolve(&[p.write_symbol]).is_some())
+        };
+        if !exact(&r) {
+            if let Some(id) = r.build_id.clone().filter(|id| id.len() > 1) {
+                let env = debuginfod::Env::from_process();
+                let dir = std::path::Path::new(debuginfod::URLS_DIR);
+                debuginfod::lookup(&env, dir, &id, |path, data| r.add_fetched(path, data));
+            }
+        }
         for p in profiles::candidates(server) {
             let Some(at) = r.resolve(&[p.write_symbol]) else {
                 continue;

@@ -28,6 +28,8 @@ pub enum SymbolSource {
     Dynsym,
     BuildIdDebug,
     DebugLink,
+    /// A debug file from a debuginfod server or its client cache.
+    Debuginfod,
 }
 
 impl fmt::Display for SymbolSource {
@@ -37,6 +39,7 @@ impl fmt::Display for SymbolSource {
             SymbolSource::Dynsym => ".dynsym",
             SymbolSource::BuildIdDebug => "build-id debug file",
             SymbolSource::DebugLink => ".gnu_debuglink debug file",
+            SymbolSource::Debuginfod => "debuginfod debug file",
         })
     }
 }
@@ -68,6 +71,8 @@ pub struct Resolver {
     tables: Vec<Table>,
     /// Debug files looked for (for error messages and -v).
     pub looked_for: Vec<PathBuf>,
+    /// The executable's GNU build-id, when it has one.
+    pub build_id: Option<Vec<u8>>,
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
@@ -243,7 +248,31 @@ impl Resolver {
             segments,
             tables,
             looked_for,
+            build_id,
         })
+    }
+
+    /// Adds a debug file fetched by build-id (debuginfod): its build-id
+    /// must equal the executable's — a file of another build would place
+    /// probes at wrong offsets. False when it is refused or has no symbols.
+    pub fn add_fetched(&mut self, path: &Path, data: &[u8]) -> bool {
+        let Some(want) = self.build_id.as_deref() else {
+            return false;
+        };
+        let Ok(file) = object::File::parse(data) else {
+            return false;
+        };
+        if file.build_id().ok().flatten() != Some(want) {
+            return false;
+        }
+        match debug_table_of(data, path, SymbolSource::Debuginfod, Some(want)) {
+            Some(t) => {
+                self.tables.push(t);
+                self.looked_for.push(path.to_owned());
+                true
+            }
+            None => false,
+        }
     }
 
     pub fn exe(&self) -> &Path {
