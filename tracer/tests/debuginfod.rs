@@ -34,10 +34,14 @@ fn free_port() -> u16 {
 /// The fixture built with -g and stripped: (build-id, debug file); the
 /// binary is `dir/fake`.
 fn split_fixture(dir: &Path) -> (String, std::path::PathBuf) {
+    split_fixture_with(dir, "-O2")
+}
+
+fn split_fixture_with(dir: &Path, opt: &str) -> (String, std::path::PathBuf) {
     let bin = dir.join("fake");
     let src = testkit::workspace_root().join("tracer/tests/fixture/fake_server.c");
     run(Command::new("gcc")
-        .args(["-O2", "-g", "-Wl,--build-id=sha1", "-DFLAVOR_MARIADB1011"])
+        .args([opt, "-g", "-Wl,--build-id=sha1", "-DFLAVOR_MARIADB1011"])
         .arg(&src)
         .arg("-o")
         .arg(&bin));
@@ -176,4 +180,75 @@ fn a_silent_server_times_out() {
     assert!(matches!(r, Err(FetchError::Transport(_))), "{r:?}");
     assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
     drop(l);
+}
+
+/// Answers every request with `body` (HTTP/1.0, 200), as a server that
+/// holds the wrong file would.
+fn wrong_server(body: Vec<u8>) -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            use std::io::{Read, Write};
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let head = format!(
+                "HTTP/1.0 200 OK\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\n\r\n",
+                body.len()
+            );
+            let _ = s.write_all(head.as_bytes());
+            let _ = s.write_all(&body);
+        }
+    });
+    url
+}
+
+/// A debug file of another build is refused in one line and not cached.
+#[test]
+fn a_debug_file_of_another_build_is_refused_and_not_cached() {
+    if needs_root() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (_, _) = split_fixture(d.path());
+    // Another build: the same source, another build-id (different flags).
+    let other = tempfile::tempdir().unwrap();
+    let (_, other_debug) = split_fixture_with(other.path(), "-O1");
+    let url = wrong_server(std::fs::read(&other_debug).unwrap());
+    let cache = d.path().join("cache");
+    let mut fx = Command::new(d.path().join("fake"))
+        .arg("10")
+        .arg(d.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = commitscope()
+        .args([
+            "trace",
+            "--pid",
+            &fx.id().to_string(),
+            "--debug-dir",
+            "/nonexistent",
+        ])
+        .env("DEBUGINFOD_URLS", &url)
+        .env("DEBUGINFOD_CACHE_PATH", &cache)
+        .output()
+        .unwrap();
+    let _ = fx.kill();
+    let _ = fx.wait();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "commitscope: debuginfod: {url} sent a file of another build (or without symbols): refused, not cached"
+        )),
+        "{err}"
+    );
+    assert!(
+        !cache.exists() || std::fs::read_dir(&cache).unwrap().next().is_none(),
+        "cached"
+    );
+    // No probe point without it: one line, exit 2.
+    assert_eq!(out.status.code(), Some(2), "{err}");
 }
