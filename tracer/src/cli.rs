@@ -82,6 +82,22 @@ pub struct ServerArgs {
     pub no_trace: bool,
 }
 
+fn parse_url(s: &str) -> Result<String, String> {
+    crate::probes::debuginfod::check_url(s)
+}
+
+impl ProbeArgs {
+    /// The debuginfod servers these flags choose.
+    pub fn debuginfod_choice(&self) -> crate::probes::debuginfod::Choice {
+        use crate::probes::debuginfod::Choice;
+        match (self.no_debuginfod, self.debuginfod.is_empty()) {
+            (true, _) => Choice::Off,
+            (false, false) => Choice::Urls(self.debuginfod.clone()),
+            (false, true) => Choice::Auto,
+        }
+    }
+}
+
 fn parse_server_option(s: &str) -> Result<ServerOption, String> {
     s.parse()
 }
@@ -107,6 +123,13 @@ pub struct ProbeArgs {
     /// Root of separate debug files (build-id and debuglink lookups).
     #[arg(long, default_value = "/usr/lib/debug", value_name = "DIR")]
     pub debug_dir: PathBuf,
+    /// debuginfod servers to ask for a missing debug file, instead of
+    /// DEBUGINFOD_URLS / /etc/debuginfod/*.urls (repeatable).
+    #[arg(long, value_name = "URL", value_parser = parse_url)]
+    pub debuginfod: Vec<String>,
+    /// Ask no debuginfod server and skip its cache.
+    #[arg(long, conflicts_with = "debuginfod")]
+    pub no_debuginfod: bool,
     /// Server flavor/version when it cannot be detected (e.g. mariadb-10.11, mysql-8.0.36).
     #[arg(long, value_name = "VERSION")]
     pub server_version: Option<String>,

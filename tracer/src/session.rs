@@ -213,6 +213,7 @@ pub async fn setup(
                         pid: 0,
                         exe: b.path.clone(),
                         debug_root: probe_args.debug_dir.clone(),
+                        debuginfod: probe_args.debuginfod_choice(),
                         server: Some(b.id),
                         fsync_probe: probe_args.fsync_probe,
                         write_timing: false,
@@ -355,6 +356,7 @@ impl Attach {
                 None => process::exe_of(pid)?,
             },
             debug_root: self.probe_args.debug_dir.clone(),
+            debuginfod: self.probe_args.debuginfod_choice(),
             server: self.declared,
             fsync_probe: self.probe_args.fsync_probe,
             // The workload times every commit from the client side.

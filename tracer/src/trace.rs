@@ -44,6 +44,7 @@ pub fn target(args: &TraceArgs) -> Result<Target> {
         pid,
         exe,
         debug_root: args.probes.debug_dir.clone(),
+        debuginfod: args.probes.debuginfod_choice(),
         server,
         fsync_probe: args.probes.fsync_probe,
         write_timing: !args.no_write_timing,

@@ -252,3 +252,119 @@ fn a_debug_file_of_another_build_is_refused_and_not_cached() {
     // No probe point without it: one line, exit 2.
     assert_eq!(out.status.code(), Some(2), "{err}");
 }
+
+/// `commitscope trace --json ARGS` on the fixture `dir/fake` with exactly
+/// `envs` for debuginfod: (exit code, the fixture's truth, JSON lines,
+/// stderr lines).
+fn trace_fixture(
+    dir: &Path,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> (
+    Option<i32>,
+    serde_json::Value,
+    Vec<serde_json::Value>,
+    Vec<String>,
+) {
+    use std::io::{BufRead, Write};
+    let work = tempfile::tempdir().unwrap();
+    let mut fx = Command::new(dir.join("fake"))
+        .arg("500")
+        .arg(work.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut cmd = commitscope();
+    cmd.args([
+        "trace",
+        "--json",
+        "--pid",
+        &fx.id().to_string(),
+        "--debug-dir",
+        "/nonexistent",
+    ])
+    .args(args)
+    .env_remove("DEBUGINFOD_URLS")
+    .env_remove("DEBUGINFOD_CACHE_PATH")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let err = lines_of(child.stderr.take().unwrap());
+    let out = lines_of(child.stdout.take().unwrap());
+    let mut said = Vec::new();
+    // Attached (or failed) before the fixture starts its calls.
+    while let Ok(l) = err.recv_timeout(Duration::from_secs(60)) {
+        let done = l.contains("tracing pid") || l.contains("error:");
+        said.push(l);
+        if done {
+            break;
+        }
+    }
+    writeln!(fx.stdin.take().unwrap(), "go").unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(fx.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = fx.wait();
+    let truth = serde_json::from_str(&line).unwrap_or_default();
+    let status = child.wait().unwrap();
+    said.extend(rest_of(&err));
+    (status.code(), truth, json_of(&rest_of(&out)), said)
+}
+
+/// `--debuginfod URL` replaces the environment's servers;
+/// `--no-debuginfod` asks none (and skips the cache); a bad URL is one line.
+#[test]
+fn the_command_line_chooses_the_servers() {
+    if needs_root() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (id, _) = split_fixture(d.path());
+    let Some((_server, url, _)) = serve(d.path(), &id) else {
+        return;
+    };
+    let cache = d.path().join("cache");
+    let cache_s = cache.to_str().unwrap();
+    // The environment names a server that never answers; the flag wins.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://{}", silent.local_addr().unwrap());
+    let envs = [
+        ("DEBUGINFOD_URLS", silent_url.as_str()),
+        ("DEBUGINFOD_CACHE_PATH", cache_s),
+        ("DEBUGINFOD_TIMEOUT", "1"),
+    ];
+    let (code, truth, lines, said) = trace_fixture(d.path(), &["--debuginfod", &url], &envs);
+    assert_eq!(code, Some(0), "{said:?}");
+    let s = summary(&lines);
+    assert_eq!(
+        s["legend"]["n_write_symbol_from"], "debuginfod debug file",
+        "{said:?}"
+    );
+    assert_eq!(s["totals"]["n_write"], truth["requests"], "{s}");
+    assert!(!said.iter().any(|l| l.contains(&silent_url)), "{said:?}");
+
+    // --no-debuginfod: not even the cache filled above.
+    let (code, _, _, said) = trace_fixture(d.path(), &["--no-debuginfod"], &envs);
+    assert_eq!(code, Some(2), "{said:?}");
+    let e = one_error_line(&said.join("\n"));
+    assert!(e.contains("has neither log_write_up_to"), "{e}");
+    assert!(!said.iter().any(|l| l.contains("debuginfod:")), "{said:?}");
+
+    // Not a URL: refused before anything runs.
+    let out = commitscope()
+        .args(["trace", "--pid", "1", "--debuginfod", "ftp://x"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let e = one_error_line(&err);
+    assert!(
+        e.contains("--debuginfod") && e.contains("is not an http:// or https:// URL"),
+        "{e}"
+    );
+}

@@ -276,6 +276,18 @@ pub fn fetch(
         })
 }
 
+/// Which servers to ask, as the command line chose.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Choice {
+    /// `DEBUGINFOD_URLS`, else the distributions' `*.urls` files.
+    #[default]
+    Auto,
+    /// `--debuginfod URL...`: these, instead of the environment's.
+    Urls(Vec<String>),
+    /// `--no-debuginfod`: neither the cache nor any server.
+    Off,
+}
+
 /// Where the distributions keep their server lists.
 pub const URLS_DIR: &str = "/etc/debuginfod";
 
@@ -287,11 +299,15 @@ pub const FETCH_LIMIT: u64 = 4 << 30;
 /// each server; a fetched file is cached only once accepted. Each miss
 /// is said in one line. Returns what was used, for the start line.
 pub fn lookup(
+    choice: &Choice,
     env: &Env,
     urls_dir: &Path,
     build_id: &[u8],
     mut accept: impl FnMut(&Path, &[u8]) -> bool,
 ) -> Option<String> {
+    if *choice == Choice::Off {
+        return None;
+    }
     let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
     let cache = cache_dir(env);
     if let Some(c) = &cache {
@@ -307,19 +323,31 @@ pub fn lookup(
             let _ = std::fs::remove_file(&p);
         }
     }
-    let (urls, _) = urls(env, urls_dir);
+    let urls = match choice {
+        Choice::Urls(u) => u.clone(),
+        _ => urls(env, urls_dir).0,
+    };
+    lookup_in(env, &urls, &hex, cache.as_deref(), &mut accept)
+}
+
+/// [`lookup`]'s second half: each of `urls` in turn.
+fn lookup_in(
+    env: &Env,
+    urls: &[String],
+    hex: &str,
+    cache: Option<&Path>,
+    accept: &mut impl FnMut(&Path, &[u8]) -> bool,
+) -> Option<String> {
     for u in urls {
-        match fetch(&u, &hex, timeout(env), FETCH_LIMIT) {
+        match fetch(u, hex, timeout(env), FETCH_LIMIT) {
             Ok(data) => {
-                let at = cache
-                    .as_ref()
-                    .map_or_else(|| PathBuf::from(&u), |c| cached_file(c, &hex));
+                let at = cache.map_or_else(|| PathBuf::from(u), |c| cached_file(c, hex));
                 if !accept(&at, &data) {
                     eprintln!("commitscope: debuginfod: {u} sent a file of another build (or without symbols): refused, not cached");
                     continue;
                 }
-                if let Some(c) = &cache {
-                    if let Err(e) = store(c, &hex, &data) {
+                if let Some(c) = cache {
+                    if let Err(e) = store(c, hex, &data) {
                         eprintln!("commitscope: debuginfod: cannot cache in {} ({e}): used without caching", c.display());
                     }
                 }

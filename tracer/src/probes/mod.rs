@@ -36,6 +36,8 @@ pub struct Target {
     /// The server executable (for symbols and the uprobe path).
     pub exe: PathBuf,
     pub debug_root: PathBuf,
+    /// Which debuginfod servers may be asked for a debug file.
+    pub debuginfod: debuginfod::Choice,
     pub server: Option<ServerId>,
     pub fsync_probe: FsyncProbe,
     /// Time each write request (entry + return probe). Off, the write probe
@@ -115,7 +117,9 @@ impl Plan {
             if let Some(id) = r.build_id.clone().filter(|id| id.len() > 1) {
                 let env = debuginfod::Env::from_process();
                 let dir = std::path::Path::new(debuginfod::URLS_DIR);
-                debuginfod::lookup(&env, dir, &id, |path, data| r.add_fetched(path, data));
+                debuginfod::lookup(&target.debuginfod, &env, dir, &id, |path, data| {
+                    r.add_fetched(path, data)
+                });
             }
         }
         for p in profiles::candidates(server) {
