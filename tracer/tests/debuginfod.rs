@@ -368,3 +368,79 @@ fn the_command_line_chooses_the_servers() {
         "{e}"
     );
 }
+
+/// The user story: a stripped MariaDB (the symbolized 10.11
+/// fixture, stripped here; its debug part only on the debuginfod server)
+/// run as the managed server by the main command, in exact mode.
+#[test]
+fn a_stripped_mariadb_gets_exact_probes_from_debuginfod() {
+    if needs_root() {
+        return;
+    }
+    let Some(fix) = testkit::symbols_fixture() else {
+        testkit::skip("../shared/fixtures/mariadb-10.11.18-symbols is absent");
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    for sub in ["bin", "srv"] {
+        std::fs::create_dir(d.path().join(sub)).unwrap();
+    }
+    std::os::unix::fs::symlink(fix.join("share"), d.path().join("share")).unwrap();
+    let orig = fix.join("bin/mariadbd");
+    let bin = d.path().join("bin/mariadbd");
+    run(Command::new("objcopy")
+        .arg("--only-keep-debug")
+        .arg(&orig)
+        .arg(d.path().join("srv/mariadbd.debug")));
+    run(Command::new("strip")
+        .arg("--strip-all")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&orig));
+    let data = std::fs::read(&bin).unwrap();
+    let id: String = object::File::parse(&*data)
+        .unwrap()
+        .build_id()
+        .unwrap()
+        .unwrap()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let Some((_server, url, _)) = serve(d.path(), &id) else {
+        return;
+    };
+    let wd = workdir();
+    let out = commitscope()
+        .args(["--mysqld", bin.to_str().unwrap(), "--debuginfod", &url])
+        .args(["--threads", "4", "--duration", "3", "--json"])
+        .args(["--workdir", wd.path().to_str().unwrap()])
+        .env("DEBUGINFOD_CACHE_PATH", d.path().join("cache"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let lines = json_of(
+        &String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect::<Vec<_>>(),
+    );
+    let s = lines.last().unwrap();
+    let legend = &s["header"]["legend"];
+    assert_eq!(legend["n_write_source"], "log_write_up_to", "{s}");
+    assert_eq!(
+        legend["n_write_symbol_from"], "debuginfod debug file",
+        "{s}"
+    );
+    assert_eq!(legend["n_flush_source"], "log_t::flush", "{s}");
+    assert!(legend["fallback"].is_null(), "{s}");
+    // The exact probes agree with the server's own counter.
+    let check = s["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["counter"] == "Innodb_log_writes")
+        .unwrap();
+    assert!(check["diff_pct"].as_f64().unwrap().abs() < 2.0, "{check}");
+    assert_clean(wd.path());
+}
