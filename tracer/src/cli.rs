@@ -93,7 +93,7 @@ impl ProbeArgs {
         match (self.no_debuginfod, self.debuginfod.is_empty()) {
             (true, _) => Choice::Off,
             (false, false) => Choice::Urls(self.debuginfod.clone()),
-            (false, true) => Choice::Auto,
+            (false, true) => Choice::Auto(self.debuginfod_urls_dir.clone()),
         }
     }
 }
@@ -130,6 +130,9 @@ pub struct ProbeArgs {
     /// Ask no debuginfod server and skip its cache.
     #[arg(long, conflicts_with = "debuginfod")]
     pub no_debuginfod: bool,
+    /// Where the distributions' `*.urls` server lists are (tests).
+    #[arg(long, hide = true, default_value = crate::probes::debuginfod::URLS_DIR, value_name = "DIR")]
+    pub debuginfod_urls_dir: PathBuf,
     /// Server flavor/version when it cannot be detected (e.g. mariadb-10.11, mysql-8.0.36).
     #[arg(long, value_name = "VERSION")]
     pub server_version: Option<String>,

@@ -125,6 +125,14 @@ pub fn verbose_report(probes: &Probes) {
     for p in &probes.plan.debug_looked_for {
         let _ = writeln!(e, "commitscope: debug file looked for: {}", p.display());
     }
+    if let Some(l) = &probes.plan.debuginfod {
+        let _ = writeln!(
+            e,
+            "commitscope: debuginfod servers: {}; used: {}",
+            l.servers,
+            l.used.as_deref().unwrap_or("none")
+        );
+    }
 }
 
 /// Whether `pid` is gone (exited, or a zombie waiting to be reaped).

@@ -444,3 +444,56 @@ fn a_stripped_mariadb_gets_exact_probes_from_debuginfod() {
     assert!(check["diff_pct"].as_f64().unwrap().abs() < 2.0, "{check}");
     assert_clean(wd.path());
 }
+
+/// `sudo` drops `DEBUGINFOD_URLS`: the distributions' `*.urls` files are
+/// read instead, and `-v` says so; a silent server is given up after
+/// `DEBUGINFOD_TIMEOUT` with one line naming it.
+#[test]
+fn urls_files_are_read_and_a_silent_server_is_given_up() {
+    if needs_root() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (id, _) = split_fixture(d.path());
+    let Some((_server, url, _)) = serve(d.path(), &id) else {
+        return;
+    };
+    let etc = d.path().join("etc-debuginfod");
+    std::fs::create_dir(&etc).unwrap();
+    std::fs::write(etc.join("test.urls"), format!("# ours\n{url}\n")).unwrap();
+    let cache = d.path().join("cache");
+    let envs = [("DEBUGINFOD_CACHE_PATH", cache.to_str().unwrap())];
+    let dir_flag = ["-v", "--debuginfod-urls-dir", etc.to_str().unwrap()];
+    let (code, truth, lines, said) = trace_fixture(d.path(), &dir_flag, &envs);
+    assert_eq!(code, Some(0), "{said:?}");
+    assert_eq!(summary(&lines)["totals"]["n_write"], truth["requests"]);
+    let v = format!(
+        "commitscope: debuginfod servers: {url} from {}/*.urls; used: debuginfod {url}",
+        etc.display()
+    );
+    assert!(said.contains(&v), "{said:?}");
+
+    // A server that accepts and never answers, with a 1 s timeout.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://{}", silent.local_addr().unwrap());
+    let other_cache = d.path().join("cache2");
+    let envs = [
+        ("DEBUGINFOD_URLS", silent_url.as_str()),
+        ("DEBUGINFOD_CACHE_PATH", other_cache.to_str().unwrap()),
+        ("DEBUGINFOD_TIMEOUT", "1"),
+    ];
+    let t0 = Instant::now();
+    let (code, _, _, said) = trace_fixture(d.path(), &[], &envs);
+    assert!(
+        t0.elapsed() < Duration::from_secs(1 + 2 + 5),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert_eq!(code, Some(2), "{said:?}");
+    assert!(
+        said.iter()
+            .any(|l| l.starts_with(&format!("commitscope: debuginfod: {silent_url}: "))),
+        "{said:?}"
+    );
+    drop(silent);
+}

@@ -277,15 +277,24 @@ pub fn fetch(
 }
 
 /// Which servers to ask, as the command line chose.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Choice {
-    /// `DEBUGINFOD_URLS`, else the distributions' `*.urls` files.
-    #[default]
-    Auto,
+    /// `DEBUGINFOD_URLS`, else the distributions' `*.urls` files in
+    /// this directory (`/etc/debuginfod`).
+    Auto(PathBuf),
     /// `--debuginfod URL...`: these, instead of the environment's.
     Urls(Vec<String>),
     /// `--no-debuginfod`: neither the cache nor any server.
     Off,
+}
+
+/// What a lookup asked and what it used, for `-v`.
+#[derive(Clone, Debug, Default)]
+pub struct Looked {
+    /// "https://a https://b from /etc/debuginfod/*.urls", or why none.
+    pub servers: String,
+    /// "debuginfod https://a" or "debuginfod cache PATH", when one served.
+    pub used: Option<String>,
 }
 
 /// Where the distributions keep their server lists.
@@ -301,12 +310,13 @@ pub const FETCH_LIMIT: u64 = 4 << 30;
 pub fn lookup(
     choice: &Choice,
     env: &Env,
-    urls_dir: &Path,
     build_id: &[u8],
     mut accept: impl FnMut(&Path, &[u8]) -> bool,
-) -> Option<String> {
+) -> Looked {
+    let mut looked = Looked::default();
     if *choice == Choice::Off {
-        return None;
+        looked.servers = "none (--no-debuginfod)".into();
+        return looked;
     }
     let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
     let cache = cache_dir(env);
@@ -314,7 +324,9 @@ pub fn lookup(
         let p = cached_file(c, &hex);
         if let Ok(data) = std::fs::read(&p) {
             if accept(&p, &data) {
-                return Some(format!("debuginfod cache {}", p.display()));
+                looked.servers = "not asked (in the cache)".into();
+                looked.used = Some(format!("debuginfod cache {}", p.display()));
+                return looked;
             }
             eprintln!(
                 "commitscope: debuginfod: {} is not a debug file of this build: removed",
@@ -323,11 +335,28 @@ pub fn lookup(
             let _ = std::fs::remove_file(&p);
         }
     }
-    let urls = match choice {
-        Choice::Urls(u) => u.clone(),
-        _ => urls(env, urls_dir).0,
+    let (list, from) = match choice {
+        Choice::Urls(u) => (u.clone(), "--debuginfod".to_string()),
+        Choice::Auto(dir) => match urls(env, dir) {
+            (l, UrlSource::Env) => (l, "DEBUGINFOD_URLS".into()),
+            (l, UrlSource::UrlsFiles(d)) => (l, format!("{}/*.urls", d.display())),
+            (l, UrlSource::None) => (
+                l,
+                format!(
+                    "nowhere (DEBUGINFOD_URLS unset, no {}/*.urls)",
+                    dir.display()
+                ),
+            ),
+        },
+        Choice::Off => (Vec::new(), String::new()),
     };
-    lookup_in(env, &urls, &hex, cache.as_deref(), &mut accept)
+    looked.servers = if list.is_empty() {
+        from
+    } else {
+        format!("{} from {from}", list.join(" "))
+    };
+    looked.used = lookup_in(env, &list, &hex, cache.as_deref(), &mut accept);
+    looked
 }
 
 /// [`lookup`]'s second half: each of `urls` in turn.

@@ -100,6 +100,8 @@ pub struct Plan {
     pub exe: PathBuf,
     /// Debug files looked for while resolving (for `-v`).
     pub debug_looked_for: Vec<PathBuf>,
+    /// What debuginfod was asked, when the other sources fell short.
+    pub debuginfod: Option<debuginfod::Looked>,
 }
 
 impl Plan {
@@ -113,13 +115,16 @@ impl Plan {
                 .iter()
                 .any(|p| r.resolve(&[p.write_symbol]).is_some())
         };
+        let mut debuginfod_looked = None;
         if !exact(&r) {
             if let Some(id) = r.build_id.clone().filter(|id| id.len() > 1) {
                 let env = debuginfod::Env::from_process();
-                let dir = std::path::Path::new(debuginfod::URLS_DIR);
-                debuginfod::lookup(&target.debuginfod, &env, dir, &id, |path, data| {
-                    r.add_fetched(path, data)
-                });
+                debuginfod_looked = Some(debuginfod::lookup(
+                    &target.debuginfod,
+                    &env,
+                    &id,
+                    |path, data| r.add_fetched(path, data),
+                ));
             }
         }
         for p in profiles::candidates(server) {
@@ -139,6 +144,7 @@ impl Plan {
                 server,
                 exe: target.exe.clone(),
                 debug_looked_for: r.looked_for,
+                debuginfod: debuginfod_looked,
             });
         }
         let wanted = "log_write_up_to".to_string();
@@ -157,6 +163,7 @@ impl Plan {
                 server,
                 exe: target.exe.clone(),
                 debug_looked_for: r.looked_for,
+                debuginfod: debuginfod_looked,
             });
         }
         Err(Error::NoProbeSymbol {
