@@ -497,3 +497,58 @@ fn urls_files_are_read_and_a_silent_server_is_given_up() {
     );
     drop(silent);
 }
+
+/// A truncated file in the cache is removed (one line) and fetched
+/// again; a cache that cannot be written is used without caching.
+#[test]
+fn a_bad_cache_is_mended_or_bypassed() {
+    if needs_root() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (id, debug) = split_fixture(d.path());
+    let Some((_server, url, _)) = serve(d.path(), &id) else {
+        return;
+    };
+    let cache = d.path().join("cache");
+    let cached = cache.join(&id).join("debuginfo");
+    std::fs::create_dir_all(cached.parent().unwrap()).unwrap();
+    let full = std::fs::read(&debug).unwrap();
+    std::fs::write(&cached, &full[..full.len() / 3]).unwrap();
+    let envs = [
+        ("DEBUGINFOD_URLS", url.as_str()),
+        ("DEBUGINFOD_CACHE_PATH", cache.to_str().unwrap()),
+    ];
+    let (code, truth, lines, said) = trace_fixture(d.path(), &[], &envs);
+    assert_eq!(code, Some(0), "{said:?}");
+    assert_eq!(summary(&lines)["totals"]["n_write"], truth["requests"]);
+    let removed = format!(
+        "commitscope: debuginfod: {} is not a debug file of this build: removed",
+        cached.display()
+    );
+    assert!(said.contains(&removed), "{said:?}");
+    assert_eq!(
+        std::fs::read(&cached).unwrap(),
+        full,
+        "refetched into the cache"
+    );
+
+    // A cache path under a regular file cannot be created.
+    let blocker = d.path().join("not-a-dir");
+    std::fs::write(&blocker, "x").unwrap();
+    let bad = blocker.join("cache");
+    let envs = [
+        ("DEBUGINFOD_URLS", url.as_str()),
+        ("DEBUGINFOD_CACHE_PATH", bad.to_str().unwrap()),
+    ];
+    let (code, truth, lines, said) = trace_fixture(d.path(), &[], &envs);
+    assert_eq!(code, Some(0), "{said:?}");
+    assert_eq!(summary(&lines)["totals"]["n_write"], truth["requests"]);
+    assert!(
+        said.iter().any(|l| l.starts_with(&format!(
+            "commitscope: debuginfod: cannot cache in {}",
+            bad.display()
+        )) && l.ends_with(": used without caching")),
+        "{said:?}"
+    );
+}
