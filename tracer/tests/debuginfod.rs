@@ -66,6 +66,11 @@ fn split_fixture_with(dir: &Path, opt: &str) -> (String, std::path::PathBuf) {
 /// Starts debuginfod over `dir/srv` and waits until it serves `id`:
 /// (the server, its URL, the bytes it served).
 fn serve(dir: &Path, id: &str) -> Option<(Debuginfod, String, Vec<u8>)> {
+    serve_with(dir, id, "-F")
+}
+
+/// [`serve`] with `-F` (plain files) or `-U` (Debian packages).
+fn serve_with(dir: &Path, id: &str, mode: &str) -> Option<(Debuginfod, String, Vec<u8>)> {
     if !has_tool("debuginfod") {
         testkit::skip("no debuginfod: run `cargo xtask setup` (installs debuginfod)");
         return None;
@@ -73,7 +78,7 @@ fn serve(dir: &Path, id: &str) -> Option<(Debuginfod, String, Vec<u8>)> {
     let port = free_port();
     let server = Debuginfod(
         Command::new("debuginfod")
-            .args(["-F", "-p", &port.to_string(), "-d"])
+            .args([mode, "-p", &port.to_string(), "-d"])
             .arg(dir.join("db.sqlite"))
             .arg(dir.join("srv"))
             .stdout(Stdio::null())
@@ -551,4 +556,49 @@ fn a_bad_cache_is_mended_or_bypassed() {
         )) && l.ends_with(": used without caching")),
         "{said:?}"
     );
+}
+
+/// The distributions' way: the debug file inside a `-dbgsym` package,
+/// which `debuginfod -U` indexes (it unpacks with bsdtar).
+#[test]
+fn a_dbgsym_package_is_served_and_used() {
+    if needs_root() {
+        return;
+    }
+    if !has_tool("bsdtar") || !has_tool("dpkg-deb") {
+        testkit::skip("no bsdtar/dpkg-deb: run `cargo xtask setup` (installs libarchive-tools)");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (id, debug) = split_fixture(d.path());
+    // usr/lib/debug/.build-id/xx/rest.debug in a package, as Debian ships it.
+    let pkg = d.path().join("pkg");
+    let at = pkg.join("usr/lib/debug/.build-id").join(&id[..2]);
+    std::fs::create_dir_all(&at).unwrap();
+    std::fs::rename(&debug, at.join(format!("{}.debug", &id[2..]))).unwrap();
+    std::fs::create_dir_all(pkg.join("DEBIAN")).unwrap();
+    std::fs::write(
+        pkg.join("DEBIAN/control"),
+        "Package: fake-dbgsym\nVersion: 1.0\nArchitecture: amd64\nMaintainer: t <t@example.org>\nDescription: debug symbols for fake\nSection: debug\nPriority: optional\n",
+    )
+    .unwrap();
+    run(Command::new("dpkg-deb")
+        .arg("-b")
+        .arg(&pkg)
+        .arg(d.path().join("srv/fake-dbgsym_1.0_amd64.deb"))
+        .stdout(Stdio::null()));
+    let Some((_server, url, _)) = serve_with(d.path(), &id, "-U") else {
+        return;
+    };
+    let cache = d.path().join("cache");
+    let envs = [("DEBUGINFOD_CACHE_PATH", cache.to_str().unwrap())];
+    let (code, truth, lines, said) = trace_fixture(d.path(), &["--debuginfod", &url], &envs);
+    assert_eq!(code, Some(0), "{said:?}");
+    let s = summary(&lines);
+    assert_eq!(
+        s["legend"]["n_write_symbol_from"], "debuginfod debug file",
+        "{s}"
+    );
+    assert_eq!(s["totals"]["n_write"], truth["requests"], "{s}");
+    assert_eq!(s["totals"]["n_flush"], truth["flushes"], "{s}");
 }

@@ -20,8 +20,10 @@ const APT: &[&str] = &[
     "sysbench",
     "librsvg2-bin",
     "fonts-dejavu-core",
-    // The debuginfod server the client tests fetch from (issue 13).
+    // The debuginfod server the client tests fetch from (issue 13), and
+    // bsdtar, with which it unpacks the -dbgsym packages it indexes.
     "debuginfod",
+    "libarchive-tools",
 ];
 
 /// cargo-fuzz release used by `cargo xtask fuzz` (and CI).
