@@ -9,7 +9,9 @@ use std::{
 use crate::{
     cli::TraceArgs,
     error::{Error, Result},
-    probes::{profiles, Plan, Probes, Target, WriteProbe},
+    probes::{
+        debuginfod::Looked, profiles, symbols::SymbolSource, Plan, Probes, Target, WriteProbe,
+    },
     report::{human::Human, json::Json, EndReason, Legend, Restart, Sink, Summary},
     sample::ProbeSampler,
     server::process,
@@ -72,7 +74,11 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
         server: plan.server.map(|s| s.to_string()),
         profile,
         n_write_source: plan.write.source_name(),
-        n_write_symbol_from: plan.write.resolved().source.to_string(),
+        n_write_symbol_from: match (plan.write.resolved().source, &plan.debuginfod) {
+            // Which server (or the cache) it came from: "debuginfod https://…".
+            (SymbolSource::Debuginfod, Some(Looked { used: Some(u), .. })) => u.clone(),
+            (s, _) => s.to_string(),
+        },
         durable_source: durable,
         n_flush_source: plan
             .flush

@@ -158,7 +158,8 @@ fn a_stripped_binary_is_traced_exactly_with_a_fetched_debug_file() {
     let ctx = format!("truth {truth} summary {s}");
     assert_eq!(s["legend"]["n_write_source"], "log_write_up_to", "{ctx}");
     assert_eq!(
-        s["legend"]["n_write_symbol_from"], "debuginfod debug file",
+        s["legend"]["n_write_symbol_from"],
+        format!("debuginfod {url}"),
         "{ctx}"
     );
     assert_eq!(s["totals"]["n_write"], truth["requests"], "{ctx}");
@@ -347,7 +348,8 @@ fn the_command_line_chooses_the_servers() {
     assert_eq!(code, Some(0), "{said:?}");
     let s = summary(&lines);
     assert_eq!(
-        s["legend"]["n_write_symbol_from"], "debuginfod debug file",
+        s["legend"]["n_write_symbol_from"],
+        format!("debuginfod {url}"),
         "{said:?}"
     );
     assert_eq!(s["totals"]["n_write"], truth["requests"], "{s}");
@@ -434,7 +436,8 @@ fn a_stripped_mariadb_gets_exact_probes_from_debuginfod() {
     let legend = &s["header"]["legend"];
     assert_eq!(legend["n_write_source"], "log_write_up_to", "{s}");
     assert_eq!(
-        legend["n_write_symbol_from"], "debuginfod debug file",
+        legend["n_write_symbol_from"],
+        format!("debuginfod {url}"),
         "{s}"
     );
     assert_eq!(legend["n_flush_source"], "log_t::flush", "{s}");
@@ -596,7 +599,8 @@ fn a_dbgsym_package_is_served_and_used() {
     assert_eq!(code, Some(0), "{said:?}");
     let s = summary(&lines);
     assert_eq!(
-        s["legend"]["n_write_symbol_from"], "debuginfod debug file",
+        s["legend"]["n_write_symbol_from"],
+        format!("debuginfod {url}"),
         "{s}"
     );
     assert_eq!(s["totals"]["n_write"], truth["requests"], "{s}");
