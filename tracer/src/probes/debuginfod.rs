@@ -241,15 +241,13 @@ impl std::fmt::Display for FetchError {
     }
 }
 
-/// `GET <url>/buildid/<hex>/debuginfo`, the first byte within `timeout`,
-/// at most `limit` bytes. (No progress bar and no streaming to the cache
-/// yet: WORK IN PROGRESS.)
-pub fn fetch(
+/// `GET <url>/buildid/<hex>/debuginfo`, the first byte within `timeout`:
+/// the response, once its status says it is the file.
+fn request(
     url: &str,
     build_id_hex: &str,
     timeout: Duration,
-    limit: u64,
-) -> Result<Vec<u8>, FetchError> {
+) -> Result<ureq::http::Response<ureq::Body>, FetchError> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_connect(Some(timeout))
         .timeout_recv_response(Some(timeout))
@@ -257,23 +255,53 @@ pub fn fetch(
         .build()
         .into();
     let full = format!("{url}/buildid/{build_id_hex}/debuginfo");
-    let mut resp = agent
+    let resp = agent
         .get(&full)
         .call()
         .map_err(|e| FetchError::Transport(e.to_string()))?;
     match resp.status().as_u16() {
-        200 => {}
-        404 => return Err(FetchError::NotFound),
-        s => return Err(FetchError::Status(s)),
+        200 => Ok(resp),
+        404 => Err(FetchError::NotFound),
+        s => Err(FetchError::Status(s)),
     }
-    resp.body_mut()
-        .with_config()
-        .limit(limit)
-        .read_to_vec()
-        .map_err(|e| match e {
-            ureq::Error::BodyExceedsLimit(_) => FetchError::TooLarge(limit),
-            e => FetchError::Transport(e.to_string()),
-        })
+}
+
+/// [`fetch_to`] into memory, at most `limit` bytes (small files, tests).
+pub fn fetch(
+    url: &str,
+    build_id_hex: &str,
+    timeout: Duration,
+    limit: u64,
+) -> Result<Vec<u8>, FetchError> {
+    let dir = tempfile::tempdir().map_err(|e| FetchError::Transport(e.to_string()))?;
+    let f = fetch_to(url, build_id_hex, timeout, limit, dir.path())?;
+    std::fs::read(f.path()).map_err(|e| FetchError::Transport(e.to_string()))
+}
+
+/// Streams the debug file into a temp file in `dir` (the cache's
+/// directory for this build, so that keeping it is a rename): never the
+/// whole file in memory — a MariaDB debug file is hundreds of MB. At most
+/// `limit` bytes; the temp file is removed if anything fails (its drop).
+pub fn fetch_to(
+    url: &str,
+    build_id_hex: &str,
+    timeout: Duration,
+    limit: u64,
+    dir: &Path,
+) -> Result<tempfile::NamedTempFile, FetchError> {
+    let mut resp = request(url, build_id_hex, timeout)?;
+    let io = |e: std::io::Error| FetchError::Transport(e.to_string());
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".debuginfo.")
+        .tempfile_in(dir)
+        .map_err(io)?;
+    let reader = resp.body_mut().with_config().limit(u64::MAX).reader();
+    let n = std::io::copy(&mut std::io::Read::take(reader, limit + 1), &mut tmp).map_err(io)?;
+    if n > limit {
+        return Err(FetchError::TooLarge(limit));
+    }
+    tmp.as_file().sync_all().map_err(io)?;
+    Ok(tmp)
 }
 
 /// Which servers to ask, as the command line chose.
@@ -322,7 +350,7 @@ pub fn lookup(
     let cache = cache_dir(env);
     if let Some(c) = &cache {
         let p = cached_file(c, &hex);
-        if let Ok(data) = std::fs::read(&p) {
+        if let Some(data) = map_file(&p) {
             if accept(&p, &data) {
                 looked.servers = "not asked (in the cache)".into();
                 looked.used = Some(format!("debuginfod cache {}", p.display()));
@@ -359,7 +387,9 @@ pub fn lookup(
     looked
 }
 
-/// [`lookup`]'s second half: each of `urls` in turn.
+/// [`lookup`]'s second half: each of `urls` in turn. The file goes to a
+/// temp file in the cache (else a temp dir), is read mapped, and is kept
+/// (renamed into place) only once `accept`ed.
 fn lookup_in(
     env: &Env,
     urls: &[String],
@@ -367,23 +397,68 @@ fn lookup_in(
     cache: Option<&Path>,
     accept: &mut impl FnMut(&Path, &[u8]) -> bool,
 ) -> Option<String> {
-    for u in urls {
-        match fetch(u, hex, timeout(env), FETCH_LIMIT) {
-            Ok(data) => {
-                let at = cache.map_or_else(|| PathBuf::from(u), |c| cached_file(c, hex));
-                if !accept(&at, &data) {
-                    eprintln!("commitscope: debuginfod: {u} sent a file of another build (or without symbols): refused, not cached");
-                    continue;
-                }
-                if let Some(c) = cache {
-                    if let Err(e) = store(c, hex, &data) {
-                        eprintln!("commitscope: debuginfod: cannot cache in {} ({e}): used without caching", c.display());
-                    }
-                }
-                return Some(format!("debuginfod {u}"));
-            }
-            Err(e) => eprintln!("commitscope: debuginfod: {u}: {e}"),
+    let scratch = tempfile::tempdir().ok()?;
+    let dir = match cache.map(|c| c.join(hex)) {
+        Some(d) if std::fs::create_dir_all(&d).is_ok() => d,
+        Some(_) => {
+            eprintln!(
+                "commitscope: debuginfod: cannot cache in {}: used without caching",
+                cache.unwrap_or(Path::new("?")).display()
+            );
+            scratch.path().to_owned()
         }
+        None => scratch.path().to_owned(),
+    };
+    for u in urls {
+        eprintln!("commitscope: debuginfod: fetching {hex} from {u}");
+        let t0 = std::time::Instant::now();
+        let tmp = match fetch_to(u, hex, timeout(env), FETCH_LIMIT, &dir) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("commitscope: debuginfod: {u}: {e}");
+                continue;
+            }
+        };
+        let Some(map) = map_file(tmp.path()) else {
+            continue;
+        };
+        eprintln!(
+            "commitscope: debuginfod: fetched {:.1} MB in {:.1} s",
+            map.len() as f64 / 1e6,
+            t0.elapsed().as_secs_f64()
+        );
+        let dest = dir.join("debuginfo");
+        if !accept(&dest, &map) {
+            eprintln!("commitscope: debuginfod: {u} sent a file of another build (or without symbols): refused, not cached");
+            continue;
+        }
+        drop(map);
+        if dir != scratch.path() {
+            if let Err(e) = tmp.persist(&dest) {
+                eprintln!(
+                    "commitscope: debuginfod: cannot cache {} ({}): used without caching",
+                    dest.display(),
+                    e.error
+                );
+            }
+        }
+        return Some(format!("debuginfod {u}"));
+    }
+    // Nothing kept: no empty directory for this build either.
+    if dir != scratch.path() {
+        let _ = std::fs::remove_dir(&dir);
     }
     None
+}
+
+/// A file's bytes, mapped read-only (not read into memory); None when
+/// empty or unreadable.
+pub fn map_file(path: &Path) -> Option<memmap2::Mmap> {
+    let f = std::fs::File::open(path).ok()?;
+    if f.metadata().ok()?.len() == 0 {
+        return None;
+    }
+    // SAFETY: a file of our own (a temp file) or the cache's, which
+    // elfutils and we only ever replace by rename, never truncate.
+    unsafe { memmap2::Mmap::map(&f) }.ok()
 }
