@@ -37,10 +37,14 @@ pub enum Counter {
     TimingLost = 5,
     /// write syscalls whose per-fd slot could not be created.
     WriteLost = 6,
+    /// Hits of an inlined copy of the write function where DWARF does not
+    /// put the predicate's argument in its register: counted in
+    /// `WriteCalls`, their durability unknown (never guessed).
+    WriteUnknown = 7,
 }
 
 /// Number of `Counter` slots.
-pub const COUNTERS: u32 = 7;
+pub const COUNTERS: u32 = 8;
 
 /// Index into the `HISTS` per-CPU array.
 #[repr(u32)]
@@ -132,6 +136,9 @@ pub mod maps {
 pub mod programs {
     pub const WRITE_ENTRY: &str = "write_entry";
     pub const WRITE_RETURN: &str = "write_return";
+    pub const WRITE_SITE: &str = "write_site";
+    pub const WRITE_SITE_UNKNOWN: &str = "write_site_unknown";
+    pub const FLUSH_SITE: &str = "flush_site";
     pub const FLUSH_ENTRY: &str = "flush_entry";
     pub const FLUSH_RETURN: &str = "flush_return";
     pub const SYNC_ENTER_TP: &str = "sync_enter_tp";

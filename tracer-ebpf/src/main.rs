@@ -201,6 +201,49 @@ pub fn write_return(_ctx: RetProbeContext) -> u32 {
     0
 }
 
+/// An inlined copy of the write function whose predicate arguments sit in
+/// their calling-convention registers at its entry: counted like a call.
+/// Not timed: an inlined copy has no return to probe.
+#[uprobe]
+pub fn write_site(ctx: ProbeContext) -> u32 {
+    if is_target().is_none() {
+        return 0;
+    }
+    bump(Counter::WriteCalls);
+    if predicate(&ctx, &PRED_A_ARG, &PRED_A_OP, &PRED_A_MASK, &PRED_A_VALUE) {
+        bump(Counter::WritePredA);
+    }
+    if predicate(&ctx, &PRED_B_ARG, &PRED_B_OP, &PRED_B_MASK, &PRED_B_VALUE) {
+        bump(Counter::WritePredB);
+    }
+    0
+}
+
+/// An inlined copy of the write function where the arguments cannot be
+/// read: a request whose durability is unknown.
+#[uprobe]
+pub fn write_site_unknown(_ctx: ProbeContext) -> u32 {
+    if is_target().is_none() {
+        return 0;
+    }
+    bump(Counter::WriteCalls);
+    bump(Counter::WriteUnknown);
+    0
+}
+
+/// An inlined copy of the redo flush function: counted, not timed (no
+/// return to probe, so its fsyncs are not marked as inside the flush).
+#[uprobe]
+pub fn flush_site(ctx: ProbeContext) -> u32 {
+    if is_target().is_none() {
+        return 0;
+    }
+    if predicate(&ctx, &PRED_F_ARG, &PRED_F_OP, &PRED_F_MASK, &PRED_F_VALUE) {
+        bump(Counter::FlushCalls);
+    }
+    0
+}
+
 /// The redo flush function. Predicate F filters calls that are not redo
 /// flushes (MySQL 5.6/5.7's `fil_flush(space_id)` serves every tablespace).
 #[uprobe]

@@ -79,6 +79,10 @@ pub struct Interval {
     pub n_write: u64,
     /// Requests that asked for durability (None in fallback mode).
     pub durable: Option<u64>,
+    /// Requests at inlined copies where durability cannot be read (None
+    /// unless there are such copies): in `n_write`, not in `durable`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub durable_unknown: Option<u64>,
     /// Redo flushes: flush-function hits, else redo fsyncs from the kernel.
     pub n_flush: u64,
     /// durable (or n_write in fallback mode) per n_flush.
@@ -111,7 +115,14 @@ pub struct Interval {
 pub struct Columns {
     pub requests: crate::probes::profiles::Source,
     pub durable: Option<crate::probes::profiles::Source>,
+    /// The flush function is counted (out of line or inlined copies).
     pub has_flush_fn: bool,
+    /// ... and timed: its out-of-line copy has a return probe, so fsyncs
+    /// inside it are told apart.
+    pub flush_timed: bool,
+    /// Some write probes sit on inlined copies whose durability cannot be
+    /// read: their count is reported apart.
+    pub unknown_sites: bool,
 }
 
 impl Columns {
@@ -122,13 +133,24 @@ impl Columns {
                 requests: profile.requests,
                 durable: Some(profile.durable),
                 has_flush_fn,
+                flush_timed: has_flush_fn,
+                unknown_sites: false,
             },
             WriteProbe::ServerLayer { .. } => Columns {
                 requests: Source::AllCalls,
                 durable: None,
                 has_flush_fn: false,
+                flush_timed: false,
+                unknown_sites: false,
             },
         }
+    }
+
+    pub fn of(plan: &crate::probes::Plan) -> Self {
+        let mut c = Columns::new(&plan.write, plan.flush.is_some());
+        c.flush_timed = c.has_flush_fn && plan.flush.as_ref().is_some_and(|f| f.out_of_line);
+        c.unknown_sites = c.durable.is_some() && plan.unknown_sites() > 0;
+        c
     }
 }
 
@@ -182,10 +204,11 @@ impl Interval {
             interval_s,
             n_write,
             durable,
+            durable_unknown: cols.unknown_sites.then(|| d(Counter::WriteUnknown)),
             n_flush,
             write_per_flush: ratio(durable.unwrap_or(n_write), n_flush),
             redo_fsync: redo.syncs,
-            redo_fsync_in_flush: cols.has_flush_fn.then_some(redo.syncs_in_flush),
+            redo_fsync_in_flush: cols.flush_timed.then_some(redo.syncs_in_flush),
             redo_p50_us: redo.hist.quantile_us(0.50),
             redo_p99_us: redo.hist.quantile_us(0.99),
             redo_writes: redo.writes,
@@ -240,7 +263,7 @@ impl ProbeSampler {
         let mut fds = FdTable::new(pid);
         fds.refresh(cur.fds.keys().copied());
         ProbeSampler {
-            cols: Columns::new(&probes.plan.write, probes.plan.flush.is_some()),
+            cols: Columns::of(&probes.plan),
             fds,
             start: now,
             last: now,
@@ -287,7 +310,7 @@ impl ProbeSampler {
         self.prev = self.carried.clone();
         self.base = rekey(&self.base);
         self.fds.follow(pid);
-        self.cols = Columns::new(&probes.plan.write, probes.plan.flush.is_some());
+        self.cols = Columns::of(&probes.plan);
     }
 
     /// Whether the last [`ProbeSampler::tick`] saw any count move.

@@ -68,17 +68,19 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
         }
         WriteProbe::ServerLayer { .. } => (None, None),
     };
+    let write_from = match (plan.write.resolved().source, &plan.debuginfod) {
+        // Which server (or the cache) it came from: "debuginfod https://…".
+        (SymbolSource::Debuginfod, Some(Looked { used: Some(u), .. })) => u.clone(),
+        (s, _) => s.to_string(),
+    };
     Legend {
         pid: target.pid,
         exe: target.exe.display().to_string(),
         server: plan.server.map(|s| s.to_string()),
         profile,
         n_write_source: plan.write.source_name(),
-        n_write_symbol_from: match (plan.write.resolved().source, &plan.debuginfod) {
-            // Which server (or the cache) it came from: "debuginfod https://…".
-            (SymbolSource::Debuginfod, Some(Looked { used: Some(u), .. })) => u.clone(),
-            (s, _) => s.to_string(),
-        },
+        n_write_symbol_from: write_from.clone(),
+        symbol_source: plan.symbol_source(&write_from),
         durable_source: durable,
         n_flush_source: plan
             .flush
@@ -95,12 +97,16 @@ pub fn verbose_report(probes: &Probes) {
     for a in &probes.attached {
         let _ = writeln!(
             e,
-            "commitscope: {} {:<9} {} at {}+{:#x} (symbol from {})",
+            "commitscope: {} {:<9} {} at {}+{:#x}{} (symbol from {})",
             a.role,
             a.kind,
             profiles::short_name(&a.symbol),
             a.file.display(),
             a.offset,
+            a.inlined_into
+                .as_deref()
+                .map(|c| format!(", inlined into {c}"))
+                .unwrap_or_default(),
             a.found_in
         );
     }

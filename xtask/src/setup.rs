@@ -14,6 +14,8 @@ const APT: &[&str] = &[
     "mariadb-server",
     "mariadb-client",
     "gcc",
+    // The C++ fixture of the DWARF tests (inlined member functions).
+    "g++",
     "libc6-dev",
     "binutils",
     "util-linux",

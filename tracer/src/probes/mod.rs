@@ -1,6 +1,7 @@
 //! Loads the eBPF object, attaches it to one server process, and reads the
 //! cumulative per-CPU maps on demand. Links detach when `Probes` drops.
 pub mod debuginfod;
+pub mod dwarf;
 pub mod ebpf_log;
 pub mod kernel;
 pub mod profiles;
@@ -108,13 +109,28 @@ impl Plan {
     pub fn new(target: &Target) -> Result<Self> {
         let mut r = Resolver::open(&target.exe, &target.debug_root)?;
         let server = target.server.or_else(|| profiles::detect(&target.exe));
-        // The last sources of the cascade, only when the others lack the
-        // write function: a debuginfod fetch may be hundreds of MB.
+        // DWARF and debuginfod come last, only when the symbol tables fall
+        // short: a server's DWARF or debug file is hundreds of MB.
+        let complete = |r: &Resolver| {
+            profiles::candidates(server)
+                .iter()
+                .find(|p| r.resolve(&[p.write_symbol]).is_some())
+                .is_some_and(|p| r.resolve(p.flush_symbols).is_some())
+        };
         let exact = |r: &Resolver| {
             profiles::candidates(server)
                 .iter()
                 .any(|p| r.resolve(&[p.write_symbol]).is_some())
         };
+        if !complete(&r) {
+            let names: Vec<&str> = profiles::candidates(server)
+                .iter()
+                .flat_map(|p| {
+                    std::iter::once(p.write_symbol).chain(p.flush_symbols.iter().copied())
+                })
+                .collect();
+            r.scan_dwarf(&names);
+        }
         let mut debuginfod_looked = None;
         if !exact(&r) {
             if let Some(id) = r.build_id.clone().filter(|id| id.len() > 1) {
@@ -123,7 +139,13 @@ impl Plan {
                     &target.debuginfod,
                     &env,
                     &id,
-                    |path, data| r.add_fetched(path, data),
+                    |path, data| {
+                        let ok = r.add_fetched(path, data);
+                        if ok && !complete(&r) {
+                            r.scan_dwarf_of(path, data);
+                        }
+                        ok
+                    },
                 ));
             }
         }
@@ -131,7 +153,19 @@ impl Plan {
             let Some(at) = r.resolve(&[p.write_symbol]) else {
                 continue;
             };
-            let flush = r.resolve(p.flush_symbols);
+            let mut flush = r.resolve(p.flush_symbols);
+            // Inlined copies of a filtered flush function (MySQL 5.x's
+            // fil_flush(space)) count only where the filter's argument
+            // can be read; else the kernel's redo fsyncs stand in.
+            if let Some(f) = &mut flush {
+                if p.flush_filter.reads_arg() {
+                    f.inlined
+                        .retain(|s| s.dwarf.arg_readable(p.flush_filter.arg));
+                }
+                if !f.out_of_line && f.inlined.is_empty() {
+                    flush = None;
+                }
+            }
             let flush_missing = if flush.is_none() {
                 p.flush_symbols.to_vec()
             } else {
@@ -178,6 +212,36 @@ impl Plan {
         })
     }
 
+    /// Inlined copies of the write function whose durability cannot be
+    /// read (see [`Probes::attach`]).
+    pub fn unknown_sites(&self) -> usize {
+        let WriteProbe::Exact { profile, at } = &self.write else {
+            return 0;
+        };
+        at.inlined
+            .iter()
+            .filter(|s| !site_readable(&[profile.pred_a, profile.pred_b], s))
+            .count()
+    }
+
+    /// ".symtab", "debuginfod https://…", "dwarf-inlined (3 sites)", with
+    /// the flush function's when it is not the write's.
+    pub fn symbol_source(&self, write_from: &str) -> String {
+        let mut s = match self.write.resolved().source {
+            symbols::SymbolSource::Dwarf | symbols::SymbolSource::DwarfInlined => {
+                self.write.resolved().source_text()
+            }
+            _ => write_from.to_string(),
+        };
+        if let Some(f) = &self.flush {
+            let from = f.source_text();
+            if f.source != self.write.resolved().source || !f.inlined.is_empty() {
+                s.push_str(&format!("; flush: {from}"));
+            }
+        }
+        s
+    }
+
     /// The one line said at start when n_write cannot be exact.
     pub fn fallback_line(&self) -> Option<String> {
         let WriteProbe::ServerLayer { missing, .. } = &self.write else {
@@ -191,6 +255,14 @@ impl Plan {
     }
 }
 
+/// True when every predicate that reads an argument finds it in its
+/// register at this inlined copy's entry.
+fn site_readable(preds: &[Pred], site: &symbols::Site) -> bool {
+    preds
+        .iter()
+        .all(|p| !p.reads_arg() || site.dwarf.arg_readable(p.arg))
+}
+
 /// One attached probe, for `-v`.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct AttachedProbe {
@@ -200,6 +272,8 @@ pub struct AttachedProbe {
     pub file: PathBuf,
     pub offset: u64,
     pub found_in: String,
+    /// For an inlined copy: the function it sits in.
+    pub inlined_into: Option<String>,
 }
 
 /// Cumulative counts since attach, summed over CPUs.
@@ -273,9 +347,12 @@ fn set_pred<'a>(l: &mut EbpfLoader<'a>, names: [&'a str; 4], p: &'a Pred, op: &'
         .override_global(names[3], &p.value, true);
 }
 
+/// Attaches `prog_name` at `offset` in `exe` (the entry of `at`, or of
+/// one of its inlined copies).
 fn attach_uprobe(
     ebpf: &mut Ebpf,
     prog_name: &str,
+    offset: u64,
     at: &Resolved,
     exe: &Path,
     pid: NonZeroU32,
@@ -285,7 +362,7 @@ fn attach_uprobe(
             "{prog_name} at {} ({}+{:#x})",
             at.symbol,
             exe.display(),
-            at.file_offset
+            offset
         ),
         detail,
     };
@@ -299,7 +376,7 @@ fn attach_uprobe(
         p.load().map_err(|e| err(format!("{e}")))?;
     }
     p.attach(
-        UProbeAttachLocation::AbsoluteOffset(at.file_offset),
+        UProbeAttachLocation::AbsoluteOffset(offset),
         exe,
         UProbeScope::OneProcess(pid),
     )
@@ -353,29 +430,59 @@ impl Probes {
 
         let exe = target.exe.as_path();
         let mut attached = Vec::new();
-        let mut note = |role, kind, at: &Resolved| {
+        let mut note = |role, kind, at: &Resolved, offset: u64, caller: Option<&String>| {
             attached.push(AttachedProbe {
                 role,
                 kind,
                 symbol: at.symbol.clone(),
                 file: exe.to_owned(),
-                offset: at.file_offset,
-                found_in: format!("{} ({})", at.source, at.found_in.display()),
+                offset,
+                found_in: format!("{} ({})", at.source_text(), at.found_in.display()),
+                inlined_into: caller.cloned(),
             })
         };
         for w in plan.write.points() {
-            attach_uprobe(&mut ebpf, prog::WRITE_ENTRY, w, exe, pid)?;
-            note("write", "uprobe", w);
-            if target.write_timing {
-                attach_uprobe(&mut ebpf, prog::WRITE_RETURN, w, exe, pid)?;
-                note("write", "uretprobe", w);
+            if w.out_of_line {
+                attach_uprobe(&mut ebpf, prog::WRITE_ENTRY, w.file_offset, w, exe, pid)?;
+                note("write", "uprobe", w, w.file_offset, None);
+                if target.write_timing {
+                    attach_uprobe(&mut ebpf, prog::WRITE_RETURN, w.file_offset, w, exe, pid)?;
+                    note("write", "uretprobe", w, w.file_offset, None);
+                }
+            }
+            for site in &w.inlined {
+                // The durable test reads registers: only where DWARF puts
+                // its arguments in them is the site's durability known.
+                let readable = site_readable(&[pred_a, pred_b], site);
+                let (prog_name, kind) = if readable {
+                    (prog::WRITE_SITE, "uprobe (inlined)")
+                } else {
+                    (
+                        prog::WRITE_SITE_UNKNOWN,
+                        "uprobe (inlined, durable unknown)",
+                    )
+                };
+                attach_uprobe(&mut ebpf, prog_name, site.file_offset, w, exe, pid)?;
+                note("write", kind, w, site.file_offset, Some(&site.dwarf.caller));
             }
         }
         if let Some(f) = &plan.flush {
-            attach_uprobe(&mut ebpf, prog::FLUSH_ENTRY, f, exe, pid)?;
-            note("flush", "uprobe", f);
-            attach_uprobe(&mut ebpf, prog::FLUSH_RETURN, f, exe, pid)?;
-            note("flush", "uretprobe", f);
+            if f.out_of_line {
+                attach_uprobe(&mut ebpf, prog::FLUSH_ENTRY, f.file_offset, f, exe, pid)?;
+                note("flush", "uprobe", f, f.file_offset, None);
+                attach_uprobe(&mut ebpf, prog::FLUSH_RETURN, f.file_offset, f, exe, pid)?;
+                note("flush", "uretprobe", f, f.file_offset, None);
+            }
+            for site in &f.inlined {
+                attach_uprobe(&mut ebpf, prog::FLUSH_SITE, site.file_offset, f, exe, pid)?;
+                note(
+                    "flush",
+                    "uprobe (inlined)",
+                    f,
+                    site.file_offset,
+                    Some(&site.dwarf.caller),
+                );
+            }
         }
         let kernel = kernel::attach(&mut ebpf, target.fsync_probe)?;
         Ok(Probes {

@@ -178,6 +178,12 @@ impl Pred {
             value,
         }
     }
+
+    /// True when testing it reads argument `arg` (at an inlined copy the
+    /// argument may not be where the probe reads it).
+    pub fn reads_arg(&self) -> bool {
+        matches!(self.op, PredOp::NonZero | PredOp::Equals)
+    }
 }
 
 /// Which counter feeds which column: the study's n_write is "requests",

@@ -30,6 +30,10 @@ pub enum SymbolSource {
     DebugLink,
     /// A debug file from a debuginfod server or its client cache.
     Debuginfod,
+    /// A `DW_TAG_subprogram` of some file's DWARF (its symbol stripped).
+    Dwarf,
+    /// Only inlined copies (`DW_TAG_inlined_subroutine`), one probe each.
+    DwarfInlined,
 }
 
 impl fmt::Display for SymbolSource {
@@ -40,6 +44,8 @@ impl fmt::Display for SymbolSource {
             SymbolSource::BuildIdDebug => "build-id debug file",
             SymbolSource::DebugLink => ".gnu_debuglink debug file",
             SymbolSource::Debuginfod => "debuginfod debug file",
+            SymbolSource::Dwarf => "dwarf",
+            SymbolSource::DwarfInlined => "dwarf-inlined",
         })
     }
 }
@@ -54,6 +60,32 @@ pub struct Resolved {
     pub source: SymbolSource,
     /// The file the symbol was read from (the binary or a debug file).
     pub found_in: PathBuf,
+    /// False when the function exists only inlined: `vaddr`/`file_offset`
+    /// then repeat the first site's, and no entry or return probe goes on
+    /// an out-of-line copy.
+    pub out_of_line: bool,
+    /// Its inlined copies (from DWARF), each probed at its entry.
+    pub inlined: Vec<Site>,
+}
+
+/// An inlined copy placed in the executable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    pub file_offset: u64,
+    pub dwarf: super::dwarf::InlineSite,
+}
+
+impl Resolved {
+    /// ".symtab", "dwarf", "dwarf-inlined (3 sites)", "dwarf + dwarf-inlined (2 sites)".
+    pub fn source_text(&self) -> String {
+        let n = self.inlined.len();
+        let sites = format!("dwarf-inlined ({n} site{})", if n == 1 { "" } else { "s" });
+        match (self.out_of_line, n) {
+            (_, 0) => self.source.to_string(),
+            (false, _) => sites,
+            (true, _) => format!("{} + {sites}", self.source),
+        }
+    }
 }
 
 /// Function symbols of one file: mangled name -> virtual address.
@@ -73,6 +105,14 @@ pub struct Resolver {
     pub looked_for: Vec<PathBuf>,
     /// The executable's GNU build-id, when it has one.
     pub build_id: Option<Vec<u8>>,
+    /// Files whose DWARF may be searched, in cascade order; each is
+    /// scanned at most once ([`Resolver::scan_dwarf`]).
+    dwarf_files: Vec<(PathBuf, bool)>,
+    /// What the DWARF scans found, by wanted name.
+    dwarf: HashMap<String, (super::dwarf::Found, PathBuf)>,
+    /// The names DWARF is searched for (a fetched file is searched as it
+    /// arrives, by the caller: an uncached one is gone afterwards).
+    dwarf_names: Vec<String>,
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
@@ -87,6 +127,17 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 fn read_regular(path: &Path) -> Option<Vec<u8>> {
     std::fs::metadata(path).ok().filter(|m| m.is_file())?;
     std::fs::read(path).ok()
+}
+
+/// A regular file, mapped read-only (see [`read_regular`] for why only
+/// regular files).
+fn map_regular(path: &Path) -> Option<memmap2::Mmap> {
+    let f = std::fs::File::open(path).ok()?;
+    f.metadata().ok().filter(|m| m.is_file())?;
+    // SAFETY: read-only map of a file we do not write; a file truncated
+    // under us by another process could fault, as with any mmap reader
+    // (elfutils, gdb); debug files are not rewritten in place.
+    unsafe { memmap2::Mmap::map(&f) }.ok()
 }
 
 /// A `.gnu_debuglink` name as the GDB convention has it: a plain file
@@ -209,6 +260,8 @@ impl Resolver {
             function_table(file.dynamic_symbols(), SymbolSource::Dynsym, exe),
         ];
         let mut looked_for = Vec::new();
+        // The binary's own DWARF first (an unstripped -g build).
+        let mut dwarf_files = vec![(exe.to_owned(), false)];
 
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
         if let Some(id) = build_id.as_deref().filter(|id| id.len() > 1) {
@@ -219,6 +272,7 @@ impl Resolver {
                 .join(format!("{}.debug", &h[2..]));
             if let Some(t) = debug_table(&p, SymbolSource::BuildIdDebug, Some(id)) {
                 tables.push(t);
+                dwarf_files.push((p.clone(), false));
             }
             looked_for.push(p);
         }
@@ -236,6 +290,7 @@ impl Resolver {
                 if crc_ok {
                     if let Some(t) = debug_table(&p, SymbolSource::DebugLink, build_id.as_deref()) {
                         tables.push(t);
+                        dwarf_files.push((p.clone(), false));
                         looked_for.push(p);
                         break;
                     }
@@ -249,6 +304,9 @@ impl Resolver {
             tables,
             looked_for,
             build_id,
+            dwarf_files,
+            dwarf: HashMap::new(),
+            dwarf_names: Vec::new(),
         })
     }
 
@@ -268,6 +326,9 @@ impl Resolver {
         match debug_table_of(data, path, SymbolSource::Debuginfod, Some(want)) {
             Some(t) => {
                 self.tables.push(t);
+                // Its DWARF is searched by the caller, if still needed
+                // ([`Resolver::scan_dwarf_of`]), while the bytes are here.
+                self.dwarf_files.push((path.to_owned(), true));
                 self.looked_for.push(path.to_owned());
                 true
             }
@@ -308,12 +369,91 @@ impl Resolver {
                             file_offset,
                             source: t.source,
                             found_in: t.path.clone(),
+                            out_of_line: true,
+                            inlined: Vec::new(),
                         });
                     }
                 }
             }
         }
-        None
+        names.iter().find_map(|n| self.resolve_in_dwarf(n))
+    }
+
+    /// Searches the DWARF of every file not searched yet for `names` (all
+    /// at once: a server's DWARF is hundreds of MB). What is found there
+    /// answers [`Resolver::resolve`] after the symbol tables. The files are
+    /// mapped, not read: only the DWARF sections' pages are touched.
+    pub fn scan_dwarf(&mut self, names: &[&str]) {
+        self.dwarf_names = names.iter().map(|n| n.to_string()).collect();
+        let todo: Vec<PathBuf> = self
+            .dwarf_files
+            .iter_mut()
+            .filter(|(_, scanned)| !*scanned)
+            .map(|(p, scanned)| {
+                *scanned = true;
+                p.clone()
+            })
+            .collect();
+        for path in todo {
+            if let Some(map) = map_regular(&path) {
+                self.scan_dwarf_of(&path, &map);
+            }
+        }
+    }
+
+    /// Scans one file's DWARF for the names of the last
+    /// [`Resolver::scan_dwarf`]; a file of another build is skipped.
+    pub fn scan_dwarf_of(&mut self, path: &Path, data: &[u8]) {
+        let Ok(file) = object::File::parse(data) else {
+            return;
+        };
+        if let (Some(want), Ok(Some(have))) = (self.build_id.as_deref(), file.build_id()) {
+            if want != have {
+                return;
+            }
+        }
+        let names: Vec<&str> = self.dwarf_names.iter().map(String::as_str).collect();
+        let Some(found) = super::dwarf::find(&file, &names) else {
+            return;
+        };
+        for (name, f) in self.dwarf_names.iter().zip(found) {
+            if !f.is_empty() && !self.dwarf.contains_key(name) {
+                self.dwarf.insert(name.clone(), (f, path.to_owned()));
+            }
+        }
+    }
+
+    fn resolve_in_dwarf(&self, name: &str) -> Option<Resolved> {
+        let (found, path) = self.dwarf.get(name)?;
+        let inlined: Vec<Site> = found
+            .inlined
+            .iter()
+            .filter_map(|d| {
+                Some(Site {
+                    file_offset: self.file_offset(d.vaddr)?,
+                    dwarf: d.clone(),
+                })
+            })
+            .collect();
+        let entry = found.entry.and_then(|v| Some((v, self.file_offset(v)?)));
+        let (vaddr, file_offset) = match (entry, inlined.first()) {
+            (Some(e), _) => e,
+            (None, Some(s)) => (s.dwarf.vaddr, s.file_offset),
+            (None, None) => return None,
+        };
+        Some(Resolved {
+            symbol: name.to_string(),
+            vaddr,
+            file_offset,
+            source: if entry.is_some() {
+                SymbolSource::Dwarf
+            } else {
+                SymbolSource::DwarfInlined
+            },
+            found_in: path.clone(),
+            out_of_line: entry.is_some(),
+            inlined,
+        })
     }
 
     /// True when any source holds a symbol table with functions: used to

@@ -42,6 +42,15 @@ pub(crate) fn opt_f(v: Option<f64>, prec: usize) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.prec$}"))
 }
 
+/// The durable cell: "330", or "330+170?" when 170 requests came from
+/// inlined copies whose durability cannot be read.
+fn durable_cell(i: &Interval) -> String {
+    match (i.durable, i.durable_unknown) {
+        (Some(d), Some(u)) if u > 0 => format!("{d}+{u}?"),
+        (d, _) => opt_u(d),
+    }
+}
+
 pub(crate) fn opt_u(v: Option<u64>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())
 }
@@ -73,14 +82,15 @@ impl<W: Write> Sink for Human<W> {
         let _ = writeln!(self.out, "# tracing pid {} ({}, {server})", l.pid, l.exe);
         let _ = writeln!(
             self.out,
-            "# {}: calls of {}; durable: {}; n_flush: {}; fsync probe: {}",
+            "# {}: calls of {}; durable: {}; n_flush: {}; fsync probe: {}; symbols: {}",
             if self.fallback { "commits" } else { "n_write" },
             l.n_write_source,
             l.durable_source
                 .as_deref()
                 .unwrap_or("- (not visible at the server layer)"),
             l.n_flush_source,
-            l.fsync_probe
+            l.fsync_probe,
+            l.symbol_source
         );
     }
 
@@ -94,7 +104,7 @@ impl<W: Write> Sink for Human<W> {
             "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}",
             clock(at),
             i.n_write,
-            opt_u(i.durable),
+            durable_cell(i),
             i.n_flush,
             opt_f(i.write_per_flush, 2),
             i.redo_fsync,
@@ -149,6 +159,14 @@ pub fn probe_totals(out: &mut impl Write, l: &Legend, t: &Interval) {
     );
     if let Some(d) = t.durable {
         let _ = writeln!(out, "{:<14} {d:>12}  ({:.1}/s)", "durable", d as f64 / secs);
+    }
+    if let Some(u) = t.durable_unknown {
+        let _ = writeln!(
+            out,
+            "{:<14} {u:>12}  ({:.1}/s)  [inlined copies where the durable argument cannot be read: in n_write, not in durable]",
+            "durable?",
+            u as f64 / secs
+        );
     }
     let _ = writeln!(
         out,
@@ -224,6 +242,7 @@ mod tests {
             interval_s: 1.0,
             n_write: 300,
             durable,
+            durable_unknown: None,
             n_flush: 100,
             write_per_flush: Some(3.0),
             redo_fsync: 102,
@@ -256,6 +275,7 @@ mod tests {
             }
             .into(),
             n_write_symbol_from: ".dynsym".into(),
+            symbol_source: ".dynsym".into(),
             durable_source: None,
             n_flush_source: "redo fsync/fdatasync (kernel)".into(),
             fsync_probe: "tracepoint".into(),

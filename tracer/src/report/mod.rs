@@ -60,6 +60,10 @@ pub struct Legend {
     pub n_write_source: String,
     /// Where its symbol was found (.symtab, .dynsym, a debug file).
     pub n_write_symbol_from: String,
+    /// Which source of the cascade won, for the write probe (and the flush
+    /// probe when it differs): ".symtab", "debuginfod https://…", "dwarf",
+    /// "dwarf-inlined (3 sites)".
+    pub symbol_source: String,
     /// What `durable` tests, or None in fallback mode.
     pub durable_source: Option<String>,
     /// Function counted in `n_flush`, or "redo fsync (kernel)".

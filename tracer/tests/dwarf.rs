@@ -1,0 +1,182 @@
+//! Functions only DWARF knows: a C++ fixture built like a distribution's
+//! server (`-O2 -g`, debug part split off by build-id) whose redo flush
+//! function is inlined at three call sites and whose `log_write_up_to`
+//! symbol is stripped from the debug file's `.symtab`, with one more
+//! inlined copy whose `durable` argument is a folded constant.
+mod common;
+
+use std::{
+    io::{BufRead, Write},
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+};
+
+use commitscope::probes::dwarf;
+use common::*;
+use object::Object;
+
+const WRITE: &str = "_Z15log_write_up_tombPK19completion_callback";
+const FLUSH: &str = "_ZN5log_t5flushEm";
+
+/// Builds the fixture into `dir/inlined`, its debug part (write symbol
+/// stripped) at `dir/debug/.build-id/xx/rest.debug`; returns that file.
+fn build(dir: &Path) -> PathBuf {
+    let bin = dir.join("inlined");
+    let src = testkit::workspace_root().join("tracer/tests/fixture/inlined_server.cc");
+    run(Command::new("g++")
+        .args(["-O2", "-g", "-Wl,--build-id=sha1"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&bin));
+    let data = std::fs::read(&bin).unwrap();
+    let id: String = object::File::parse(&*data)
+        .unwrap()
+        .build_id()
+        .unwrap()
+        .unwrap()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let at = dir.join("debug/.build-id").join(&id[..2]);
+    std::fs::create_dir_all(&at).unwrap();
+    let debug = at.join(format!("{}.debug", &id[2..]));
+    run(Command::new("objcopy")
+        .arg("--only-keep-debug")
+        .arg(format!("--strip-symbol={WRITE}"))
+        .arg(&bin)
+        .arg(&debug));
+    run(Command::new("strip").arg("--strip-all").arg(&bin));
+    debug
+}
+
+fn has_gxx() -> bool {
+    if has_tool("g++") {
+        return true;
+    }
+    testkit::skip("no g++: run `cargo xtask setup`");
+    false
+}
+
+/// What DWARF says, read without root: the write function's out-of-line
+/// copy and its inlined copy (argument not readable), the flush function's
+/// three inlined copies and the functions they sit in.
+#[test]
+fn dwarf_finds_stripped_and_inlined_functions() {
+    if !has_gxx() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let debug = build(d.path());
+    let data = std::fs::read(&debug).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    assert!(
+        !file
+            .symbols()
+            .any(|s| object::ObjectSymbol::name(&s) == Ok(WRITE)),
+        "the write symbol is still in .symtab"
+    );
+    let found = dwarf::find(&file, &[WRITE, FLUSH, "no_such_function"]).expect("DWARF");
+    let (write, flush) = (&found[0], &found[1]);
+    assert!(write.entry.is_some(), "{write:?}");
+    assert_eq!(write.inlined.len(), 1, "{write:?}");
+    // `durable` (argument 1, RSI) is a folded constant there.
+    assert!(!write.inlined[0].arg_readable(1), "{write:?}");
+    assert_eq!(write.inlined[0].caller, "commit_inline", "{write:?}");
+    assert!(flush.entry.is_none(), "{flush:?}");
+    let mut callers: Vec<&str> = flush.inlined.iter().map(|s| s.caller.as_str()).collect();
+    callers.sort();
+    assert_eq!(
+        callers,
+        [
+            "flush_after_commit",
+            "flush_at_checkpoint",
+            "flush_in_background"
+        ],
+        "{flush:?}"
+    );
+    assert!(found[2].is_empty());
+    // A file without DWARF says so.
+    let stripped = std::fs::read(d.path().join("inlined")).unwrap();
+    assert!(dwarf::find(&object::File::parse(&*stripped).unwrap(), &[WRITE]).is_none());
+}
+
+/// Traced: exact counts from the split debug file — n_write counts every
+/// call, durable only those it can read, the rest apart; n_flush counts
+/// the three inlined copies; `-v` lists every site.
+#[test]
+fn inlined_and_dwarf_only_functions_are_traced_exactly() {
+    if needs_root() || !has_gxx() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    build(d.path());
+    let work = tempfile::tempdir().unwrap();
+    let mut fx = Command::new(d.path().join("inlined"))
+        .arg("3000")
+        .arg(work.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let root = d.path().join("debug");
+    let tracer = Tracer::start(
+        fx.id(),
+        &[
+            "--debug-dir",
+            root.to_str().unwrap(),
+            "--no-debuginfod",
+            "-v",
+        ],
+    );
+    writeln!(fx.stdin.take().unwrap(), "go").unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(fx.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(fx.wait().unwrap().success());
+    let truth: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let (lines, err) = tracer.finish_all(false);
+    let s = summary(&lines);
+    let t = &s["totals"];
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or_else(|| panic!("{v} in {s}"));
+    let ctx = format!("truth {truth}\nsummary {s}\nstderr {err:#?}");
+    assert_eq!(
+        n(&t["n_write"]),
+        n(&truth["out_of_line_calls"]) + n(&truth["inlined_calls"]),
+        "{ctx}"
+    );
+    assert_eq!(t["durable"], truth["out_of_line_durable"], "{ctx}");
+    assert_eq!(t["durable_unknown"], truth["inlined_calls"], "{ctx}");
+    assert_eq!(t["n_flush"], truth["flushes"], "{ctx}");
+    assert_eq!(t["flush_calls"], truth["flushes"], "{ctx}");
+    assert_eq!(t["redo_fsync"], truth["flushes"], "{ctx}");
+    // No return probe on an inlined copy: fsyncs inside it are not told apart.
+    assert!(t["redo_fsync_in_flush"].is_null(), "{ctx}");
+    assert_eq!(
+        s["legend"]["symbol_source"],
+        "dwarf + dwarf-inlined (1 site); flush: dwarf-inlined (3 sites)",
+        "{ctx}"
+    );
+    let start = lines.iter().find(|l| l["type"] == "start").expect("start");
+    assert_eq!(
+        start["legend"]["symbol_source"],
+        s["legend"]["symbol_source"]
+    );
+    for caller in [
+        "commit_inline",
+        "flush_after_commit",
+        "flush_in_background",
+        "flush_at_checkpoint",
+    ] {
+        assert!(
+            err.iter()
+                .any(|l| l.contains(&format!("inlined into {caller}"))),
+            "{caller}: {err:#?}"
+        );
+    }
+    assert!(
+        err.iter()
+            .any(|l| l.contains("write uprobe (inlined, durable unknown)")),
+        "{err:#?}"
+    );
+}
