@@ -4,6 +4,7 @@ pub mod argv;
 pub mod cli;
 pub mod error;
 pub mod fds;
+pub mod interrupt;
 pub mod outfile;
 pub mod probes;
 pub mod report;

@@ -65,7 +65,7 @@ impl Stop {
     }
 
     pub fn fired(&self) -> bool {
-        *self.rx.borrow()
+        *self.rx.borrow() || crate::interrupt::fired()
     }
 
     pub async fn wait(&self) {

@@ -218,6 +218,11 @@ async fn run_loop(
     let end = loop {
         tokio::select! {
             _ = tick.tick(), if down.is_none() => {
+                // A signal heard by the flag of a synchronous phase (a
+                // debuginfod download) before the handlers above existed.
+                if crate::interrupt::fired() {
+                    break EndReason::Interrupted;
+                }
                 let i = sampler.tick(&probes)?;
                 sink.interval(SystemTime::now(), &i);
                 intervals += 1;
@@ -361,6 +366,11 @@ pub fn run(args: TraceArgs) -> Result<()> {
     let target = target(&args)?;
     let plan = Plan::new(&target)?;
     let probes = Probes::attach(&target, plan)?;
+    if crate::interrupt::fired() {
+        return Err(Error::Interrupted {
+            phase: "attach probes",
+        });
+    }
     if args.probes.verbose {
         verbose_report(&probes);
     }

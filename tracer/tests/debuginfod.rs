@@ -1,6 +1,7 @@
 //! The debuginfod client against Debian's real `debuginfod` server on a
-//! loopback port (WORK IN PROGRESS, issue 13: fetch only, not yet wired
-//! into the symbol cascade).
+//! loopback port, and against test responders for what a real server
+//! does not do on demand (another build's file, silence, a stalled or
+//! slow body).
 mod common;
 
 use std::{
@@ -605,4 +606,206 @@ fn a_dbgsym_package_is_served_and_used() {
     );
     assert_eq!(s["totals"]["n_write"], truth["requests"], "{s}");
     assert_eq!(s["totals"]["n_flush"], truth["flushes"], "{s}");
+}
+
+/// Announces `len` bytes, sends `first` of them, then `chunk` bytes every
+/// 100 ms while `trickle` (else nothing more): a slow or stalled server.
+fn slow_server(len: usize, first: usize, trickle: bool) -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let head = format!(
+                    "HTTP/1.0 200 OK\r\nContent-Length: {len}\r\nContent-Type: application/octet-stream\r\n\r\n"
+                );
+                let _ = s.write_all(head.as_bytes());
+                let _ = s.write_all(&vec![0x7f; first]);
+                if !trickle {
+                    // Hold the connection open, silent.
+                    std::thread::sleep(Duration::from_secs(60));
+                    return;
+                }
+                for _ in 0..600 {
+                    if s.write_all(&[0u8; 64 << 10]).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            });
+        }
+    });
+    url
+}
+
+/// Starts `commitscope trace` on the stripped fixture, asking only `url`,
+/// with `cache` as the debuginfod cache; returns it and the fixture.
+fn trace_from(dir: &Path, url: &str, cache: &Path, timeout: &str) -> (Child, Child) {
+    let fx = Command::new(dir.join("fake"))
+        .arg("10")
+        .arg(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = commitscope()
+        .args([
+            "trace",
+            "--pid",
+            &fx.id().to_string(),
+            "--debug-dir",
+            "/nonexistent",
+            "--debuginfod",
+            url,
+        ])
+        .env("DEBUGINFOD_CACHE_PATH", cache)
+        .env("DEBUGINFOD_TIMEOUT", timeout)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    (t, fx)
+}
+
+/// Ctrl-C in the middle of a download: exit 130 at once, the temp file
+/// removed, nothing in the cache.
+#[test]
+fn ctrl_c_during_a_download_keeps_nothing() {
+    if needs_root() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    split_fixture(d.path());
+    let url = slow_server(200 << 20, 1 << 20, true);
+    let cache = d.path().join("cache");
+    let (mut t, mut fx) = trace_from(d.path(), &url, &cache, "30");
+    let err = lines_of(t.stderr.take().unwrap());
+    wait_for(&err, "debuginfod: fetching");
+    // Bytes are arriving: a temp file exists in the cache.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let temp_files = || -> Vec<std::path::PathBuf> {
+        walk(&cache)
+            .into_iter()
+            .filter(|p| file_name(p).starts_with(".debuginfo."))
+            .collect()
+    };
+    while temp_files().is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "no temp file in {}",
+            cache.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(t.id() as i32, libc::SIGINT) };
+    let t0 = Instant::now();
+    let (status, _) = wait_exit(&mut t, Duration::from_secs(5), "no exit after Ctrl-C");
+    let _ = fx.kill();
+    let _ = fx.wait();
+    let said = rest_of(&err).join("\n");
+    assert_eq!(status.code(), Some(130), "{said}");
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    assert!(
+        said.contains("interrupted during debuginfod download"),
+        "{said}"
+    );
+    assert_eq!(walk(&cache), Vec::<std::path::PathBuf>::new(), "{said}");
+}
+
+/// A server that stops sending mid-body is given up after
+/// DEBUGINFOD_TIMEOUT without a byte, in one line; nothing is kept.
+#[test]
+fn a_download_that_stalls_is_given_up() {
+    if needs_root() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    split_fixture(d.path());
+    let url = slow_server(50 << 20, 1 << 20, false);
+    let cache = d.path().join("cache");
+    let t0 = Instant::now();
+    let (t, mut fx) = trace_from(d.path(), &url, &cache, "2");
+    let out = t.wait_with_output().unwrap();
+    let _ = fx.kill();
+    let _ = fx.wait();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        t0.elapsed() < Duration::from_secs(2 + 2 + 2),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert!(
+        err.contains(&format!(
+            "commitscope: debuginfod: {url}: no data for 2 s after 1048576 bytes"
+        )),
+        "{err}"
+    );
+    // Then the next source, and no probe point without one: exit 2.
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(walk(&cache), Vec::<std::path::PathBuf>::new(), "{err}");
+}
+
+/// Every file under `dir` (none when it does not exist).
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// On a terminal the download shows a bar with bytes, rate and ETA (run
+/// under `script`, which gives it a pseudo-terminal).
+#[test]
+fn a_terminal_gets_a_progress_bar() {
+    if needs_root() {
+        return;
+    }
+    if !has_tool("script") {
+        testkit::skip("no script(1): run `cargo xtask setup` (util-linux)");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    split_fixture(d.path());
+    // 1 MiB at once, then 64 KiB every 100 ms: about 1.5 s of bar.
+    let url = slow_server((1 << 20) + (15 << 16), 1 << 20, true);
+    let mut fx = Command::new(d.path().join("fake"))
+        .arg("10")
+        .arg(d.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let cmd = format!(
+        "{} trace --pid {} --debug-dir /nonexistent --debuginfod {url}",
+        env!("CARGO_BIN_EXE_commitscope"),
+        fx.id()
+    );
+    let out = Command::new("script")
+        .args(["-q", "-e", "-c", &cmd, "/dev/null"])
+        .env("DEBUGINFOD_CACHE_PATH", d.path().join("cache"))
+        .env("COLUMNS", "120")
+        .output()
+        .unwrap();
+    let _ = fx.kill();
+    let _ = fx.wait();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("debuginfod ") && text.contains("ETA") && text.contains("iB/s"),
+        "{text}"
+    );
 }

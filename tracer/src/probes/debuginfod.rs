@@ -228,6 +228,8 @@ pub enum FetchError {
     Transport(String),
     /// Larger than the limit the caller set.
     TooLarge(u64),
+    /// Ctrl-C (or SIGTERM, SIGHUP) during the download.
+    Interrupted,
 }
 
 impl std::fmt::Display for FetchError {
@@ -237,6 +239,7 @@ impl std::fmt::Display for FetchError {
             FetchError::Status(s) => write!(f, "HTTP status {s}"),
             FetchError::Transport(e) => f.write_str(e),
             FetchError::TooLarge(n) => write!(f, "larger than {n} bytes"),
+            FetchError::Interrupted => f.write_str("interrupted"),
         }
     }
 }
@@ -282,6 +285,12 @@ pub fn fetch(
 /// directory for this build, so that keeping it is a rename): never the
 /// whole file in memory — a MariaDB debug file is hundreds of MB. At most
 /// `limit` bytes; the temp file is removed if anything fails (its drop).
+///
+/// The body is read on a helper thread while this one watches: it draws
+/// the progress bar, gives up when no byte came for `timeout` (a server
+/// stalled mid-body would otherwise hang us forever) and stops at once on
+/// Ctrl-C ([`crate::interrupt`]). A reader left blocked on a dead socket
+/// writes, at worst, into the unlinked temp file until the process ends.
 pub fn fetch_to(
     url: &str,
     build_id_hex: &str,
@@ -289,19 +298,132 @@ pub fn fetch_to(
     limit: u64,
     dir: &Path,
 ) -> Result<tempfile::NamedTempFile, FetchError> {
-    let mut resp = request(url, build_id_hex, timeout)?;
+    use std::{
+        io::{Read, Write},
+        sync::{
+            atomic::{AtomicU64, Ordering},
+            mpsc, Arc,
+        },
+    };
+    crate::interrupt::install();
+    let resp = request(url, build_id_hex, timeout)?;
     let io = |e: std::io::Error| FetchError::Transport(e.to_string());
-    let mut tmp = tempfile::Builder::new()
+    let total = resp.body().content_length();
+    if total.is_some_and(|t| t > limit) {
+        return Err(FetchError::TooLarge(limit));
+    }
+    let tmp = tempfile::Builder::new()
         .prefix(".debuginfo.")
         .tempfile_in(dir)
         .map_err(io)?;
-    let reader = resp.body_mut().with_config().limit(u64::MAX).reader();
-    let n = std::io::copy(&mut std::io::Read::take(reader, limit + 1), &mut tmp).map_err(io)?;
+    let mut out = tmp.as_file().try_clone().map_err(io)?;
+    let mut reader = resp
+        .into_body()
+        .into_with_config()
+        .limit(u64::MAX)
+        .reader()
+        .take(limit + 1);
+    let got = Arc::new(AtomicU64::new(0));
+    let (tx, rx) = mpsc::channel();
+    let counter = got.clone();
+    std::thread::Builder::new()
+        .name("debuginfod-fetch".into())
+        .spawn(move || {
+            let mut buf = vec![0u8; 256 << 10];
+            let r = loop {
+                match reader.read(&mut buf) {
+                    Ok(0) => break Ok(()),
+                    Ok(n) => {
+                        if let Err(e) = out.write_all(&buf[..n]) {
+                            break Err(e);
+                        }
+                        counter.fetch_add(n as u64, Ordering::Relaxed);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => break Err(e),
+                }
+            };
+            let _ = tx.send(r);
+        })
+        .map_err(io)?;
+    let bar = Progress::new(total);
+    let (mut last, mut last_at) = (0, std::time::Instant::now());
+    let result = loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(r) => break r.map_err(io),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Err(FetchError::Transport("the reader stopped".into()))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let n = got.load(Ordering::Relaxed);
+        bar.set(n);
+        if crate::interrupt::fired() {
+            break Err(FetchError::Interrupted);
+        }
+        if n != last {
+            (last, last_at) = (n, std::time::Instant::now());
+        } else if last_at.elapsed() >= timeout {
+            break Err(FetchError::Transport(format!(
+                "no data for {} s after {n} bytes (DEBUGINFOD_TIMEOUT)",
+                timeout.as_secs()
+            )));
+        }
+    };
+    bar.finish();
+    result?;
+    let n = got.load(Ordering::Relaxed);
     if n > limit {
         return Err(FetchError::TooLarge(limit));
     }
+    if total.is_some_and(|t| t != n) {
+        return Err(FetchError::Transport(format!(
+            "the body ended after {n} of {} bytes",
+            total.unwrap_or_default()
+        )));
+    }
     tmp.as_file().sync_all().map_err(io)?;
     Ok(tmp)
+}
+
+/// The download's progress bar: bytes, bytes/s and ETA on a terminal;
+/// nothing elsewhere (the start and end lines say it there).
+struct Progress(Option<indicatif::ProgressBar>);
+
+impl Progress {
+    fn new(total: Option<u64>) -> Self {
+        use std::io::IsTerminal;
+        if !std::io::stderr().is_terminal() {
+            return Progress(None);
+        }
+        let (bar, template) = match total {
+            Some(t) => (
+                indicatif::ProgressBar::new(t),
+                "debuginfod {wide_bar} {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}",
+            ),
+            None => (
+                indicatif::ProgressBar::new_spinner(),
+                "debuginfod {spinner} {bytes} {binary_bytes_per_sec}",
+            ),
+        };
+        if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+            bar.set_style(style);
+        }
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        Progress(Some(bar))
+    }
+
+    fn set(&self, n: u64) {
+        if let Some(b) = &self.0 {
+            b.set_position(n);
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(b) = &self.0 {
+            b.finish_and_clear();
+        }
+    }
 }
 
 /// Which servers to ask, as the command line chose.
@@ -323,6 +445,8 @@ pub struct Looked {
     pub servers: String,
     /// "debuginfod https://a" or "debuginfod cache PATH", when one served.
     pub used: Option<String>,
+    /// A signal stopped the download: the run must end (exit 130).
+    pub interrupted: bool,
 }
 
 /// Where the distributions keep their server lists.
@@ -383,7 +507,11 @@ pub fn lookup(
     } else {
         format!("{} from {from}", list.join(" "))
     };
-    looked.used = lookup_in(env, &list, &hex, cache.as_deref(), &mut accept);
+    match lookup_in(env, &list, &hex, cache.as_deref(), &mut accept) {
+        Ok(used) => looked.used = used,
+        Err(FetchError::Interrupted) => looked.interrupted = true,
+        Err(_) => {}
+    }
     looked
 }
 
@@ -396,8 +524,10 @@ fn lookup_in(
     hex: &str,
     cache: Option<&Path>,
     accept: &mut impl FnMut(&Path, &[u8]) -> bool,
-) -> Option<String> {
-    let scratch = tempfile::tempdir().ok()?;
+) -> Result<Option<String>, FetchError> {
+    let Ok(scratch) = tempfile::tempdir() else {
+        return Ok(None);
+    };
     let dir = match cache.map(|c| c.join(hex)) {
         Some(d) if std::fs::create_dir_all(&d).is_ok() => d,
         Some(_) => {
@@ -414,6 +544,14 @@ fn lookup_in(
         let t0 = std::time::Instant::now();
         let tmp = match fetch_to(u, hex, timeout(env), FETCH_LIMIT, &dir) {
             Ok(t) => t,
+            Err(FetchError::Interrupted) => {
+                // The temp file went with the error; no empty directory.
+                if dir != scratch.path() {
+                    let _ = std::fs::remove_dir(&dir);
+                }
+                eprintln!("commitscope: debuginfod: download from {u} interrupted: nothing kept");
+                return Err(FetchError::Interrupted);
+            }
             Err(e) => {
                 eprintln!("commitscope: debuginfod: {u}: {e}");
                 continue;
@@ -442,13 +580,13 @@ fn lookup_in(
                 );
             }
         }
-        return Some(format!("debuginfod {u}"));
+        return Ok(Some(format!("debuginfod {u}")));
     }
     // Nothing kept: no empty directory for this build either.
     if dir != scratch.path() {
         let _ = std::fs::remove_dir(&dir);
     }
-    None
+    Ok(None)
 }
 
 /// A file's bytes, mapped read-only (not read into memory); None when

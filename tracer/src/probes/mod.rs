@@ -135,18 +135,19 @@ impl Plan {
         if !exact(&r) {
             if let Some(id) = r.build_id.clone().filter(|id| id.len() > 1) {
                 let env = debuginfod::Env::from_process();
-                debuginfod_looked = Some(debuginfod::lookup(
-                    &target.debuginfod,
-                    &env,
-                    &id,
-                    |path, data| {
-                        let ok = r.add_fetched(path, data);
-                        if ok && !complete(&r) {
-                            r.scan_dwarf_of(path, data);
-                        }
-                        ok
-                    },
-                ));
+                let looked = debuginfod::lookup(&target.debuginfod, &env, &id, |path, data| {
+                    let ok = r.add_fetched(path, data);
+                    if ok && !complete(&r) {
+                        r.scan_dwarf_of(path, data);
+                    }
+                    ok
+                });
+                if looked.interrupted {
+                    return Err(Error::Interrupted {
+                        phase: "debuginfod download",
+                    });
+                }
+                debuginfod_looked = Some(looked);
             }
         }
         for p in profiles::candidates(server) {
