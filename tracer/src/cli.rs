@@ -44,6 +44,25 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Rebuild a sweep's table, summaries and charts from DIR/cells.jsonl.
     Report(ReportArgs),
+    /// Show where the probes would go in a server binary and which symbol
+    /// source placed them (no root, nothing attached).
+    Probes(ProbesArgs),
+}
+
+/// `commitscope probes`: the attach plan of a binary, printed.
+#[derive(Debug, Args)]
+pub struct ProbesArgs {
+    /// Print help.
+    #[arg(long, short = 'h', action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+    /// The server binary (mysqld/mariadbd).
+    #[arg(long, value_name = "PATH")]
+    pub mysqld: PathBuf,
+    #[command(flatten)]
+    pub probes: ProbeArgs,
+    /// One JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The main command: workload + probes on one server, one joined line per tick.
@@ -240,6 +259,9 @@ impl SweepArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
+    /// Print help.
+    #[arg(long, short = 'h', action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
     /// A sweep's results directory (its --out).
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
@@ -248,6 +270,9 @@ pub struct ReportArgs {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["pid", "mysqld"])))]
 pub struct TraceArgs {
+    /// Print help.
+    #[arg(long, short = 'h', action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
     /// Pid of the server to trace.
     #[arg(long)]
     pub pid: Option<u32>,

@@ -14,3 +14,4 @@ pub mod session;
 pub mod study;
 pub mod sweep;
 pub mod trace;
+pub mod where_cmd;

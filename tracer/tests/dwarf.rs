@@ -180,3 +180,65 @@ fn inlined_and_dwarf_only_functions_are_traced_exactly() {
         "{err:#?}"
     );
 }
+
+/// `commitscope probes` (no root): the same plan, printed — the
+/// out-of-line entry, every inlined copy with its caller, the source.
+#[test]
+fn probes_prints_the_plan_with_every_site() {
+    if !has_gxx() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    build(d.path());
+    let root = d.path().join("debug");
+    let out = commitscope()
+        .args(["probes", "--json", "--no-debuginfod", "--mysqld"])
+        .arg(d.path().join("inlined"))
+        .arg("--debug-dir")
+        .arg(&root)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["exact"], true, "{v}");
+    assert_eq!(v["profile"], "mariadb-10.8+", "{v}");
+    let points = v["points"].as_array().unwrap();
+    let write = &points[0];
+    assert_eq!(write["function"], "log_write_up_to", "{v}");
+    assert!(write["offset"].as_u64().is_some(), "{v}");
+    assert_eq!(write["inlined"].as_array().unwrap().len(), 1, "{v}");
+    let flush = &points[1];
+    assert_eq!(flush["function"], "log_t::flush", "{v}");
+    assert!(flush["offset"].is_null(), "{v}");
+    let callers: Vec<&str> = flush["inlined"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s[1].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        callers,
+        [
+            "flush_after_commit",
+            "flush_in_background",
+            "flush_at_checkpoint"
+        ],
+        "{v}"
+    );
+    // Without the debug files: no probe point, one line, exit 2.
+    let out = commitscope()
+        .args([
+            "probes",
+            "--no-debuginfod",
+            "--debug-dir",
+            "/nonexistent",
+            "--mysqld",
+        ])
+        .arg(d.path().join("inlined"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

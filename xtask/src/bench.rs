@@ -56,6 +56,14 @@ pub enum Which {
         #[arg(long, default_value_t = 5)]
         runs: u32,
     },
+    /// Symbol lookup (`commitscope probes`) in a debug file of `--mib`
+    /// MiB, against `nm` on the same file: time and peak RSS.
+    Symbols {
+        #[arg(long, default_value_t = 300)]
+        mib: u64,
+        #[arg(long, default_value_t = 5)]
+        runs: u32,
+    },
     /// TPC-C: load time (managed server; ours vs a dump replayed by the
     /// mariadb client), then tpmC, CPU per New-Order and commits per flush
     /// at each client count.
@@ -87,6 +95,9 @@ pub fn run(which: Which) -> anyhow::Result<()> {
             mysqld,
         } => overhead(threads, pairs, seconds, mysqld),
         Which::FirstLine { runs } => first_line(runs),
+        Which::Symbols { mib, runs } => {
+            crate::bench_symbols::symbols(&commitscope_release()?, mib, runs)
+        }
         Which::Tpcc {
             warehouses,
             pairs,
@@ -477,48 +488,59 @@ fn overhead(threads: u32, pairs: u32, seconds: u32, mysqld: Option<PathBuf>) -> 
 
 fn first_line(runs: u32) -> anyhow::Result<()> {
     let cs = commitscope_release()?;
+    let mysqld = testkit::system_mariadbd().context("no /usr/sbin/mariadbd (mariadb-server)")?;
     let mut times = Vec::new();
     for i in 1..=runs {
-        let t0 = std::time::Instant::now();
-        let mut child = Command::new(&cs)
-            .args(["--threads", "100", "--duration", "1", "-v"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()?;
-        let stdout = child.stdout.take().context("stdout")?;
-        let mut first = None;
-        for line in BufReader::new(stdout).lines() {
-            let line = line?;
-            // The first tick: a clock time, then numbers.
-            if first.is_none()
-                && line.len() > 8
-                && line.as_bytes()[2] == b':'
-                && line.as_bytes()[5] == b':'
-            {
-                first = Some(t0.elapsed().as_secs_f64());
-            }
-        }
-        let out = child.wait_with_output()?;
-        let first = first.with_context(|| {
-            format!(
-                "no per-second line: {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })?;
-        let phases: Vec<String> = String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .filter(|l| l.contains(" done in "))
-            .map(|l| l.split("] ").nth(1).unwrap_or(l).to_string())
-            .collect();
-        println!(
-            "run {i}: first line after {first:.2} s  ({})",
-            phases.join(", ")
-        );
+        let (first, _) = first_line_of(&cs, &mysqld, &[])?;
+        println!("run {i}: first line after {first:.2} s");
         times.push(first);
     }
     println!(
         "median time to the first per-second line: {:.2} s (bar: <= 15 s)",
         median(times)
     );
-    Ok(())
+    crate::bench_symbols::first_line_cached(&cs, runs)
+}
+
+/// Seconds from starting the main command (managed server of `mysqld`,
+/// fresh datadir) to its first per-second line, and its stderr; `-v`'s
+/// phase durations are printed on the way.
+pub fn first_line_of(
+    cs: &Path,
+    mysqld: &Path,
+    envs: &[(&str, &std::ffi::OsStr)],
+) -> anyhow::Result<(f64, String)> {
+    let t0 = std::time::Instant::now();
+    let mut cmd = Command::new(cs);
+    cmd.args(["--threads", "100", "--duration", "1", "-v", "--mysqld"])
+        .arg(mysqld)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn()?;
+    let stdout = child.stdout.take().context("stdout")?;
+    let mut first = None;
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        // The first tick: a clock time, then numbers.
+        if first.is_none()
+            && line.len() > 8
+            && line.as_bytes()[2] == b':'
+            && line.as_bytes()[5] == b':'
+        {
+            first = Some(t0.elapsed().as_secs_f64());
+        }
+    }
+    let out = child.wait_with_output()?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    let first = first.with_context(|| format!("no per-second line: {err}"))?;
+    let phases: Vec<String> = err
+        .lines()
+        .filter(|l| l.contains(" done in "))
+        .map(|l| l.split("] ").nth(1).unwrap_or(l).to_string())
+        .collect();
+    println!("  {} ({})", mysqld.display(), phases.join(", "));
+    Ok((first, err.into_owned()))
 }

@@ -115,22 +115,9 @@ pub struct Resolver {
     dwarf_names: Vec<String>,
 }
 
-fn read(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|source| Error::Read {
-        path: path.to_owned(),
-        source,
-    })
-}
-
-/// A regular file's bytes, or None: a debug-file candidate that is a
-/// FIFO or a device (which could block or never end) is not read.
-fn read_regular(path: &Path) -> Option<Vec<u8>> {
-    std::fs::metadata(path).ok().filter(|m| m.is_file())?;
-    std::fs::read(path).ok()
-}
-
-/// A regular file, mapped read-only (see [`read_regular`] for why only
-/// regular files).
+/// A regular file, mapped read-only; None otherwise: a debug-file
+/// candidate that is a FIFO or a device (which could block or never end)
+/// is not read.
 fn map_regular(path: &Path) -> Option<memmap2::Mmap> {
     let f = std::fs::File::open(path).ok()?;
     f.metadata().ok().filter(|m| m.is_file())?;
@@ -176,7 +163,9 @@ fn function_table<'a>(
 
 /// Reads a separate debug file's `.symtab`, if it exists and parses.
 fn debug_table(path: &Path, source: SymbolSource, expect_build_id: Option<&[u8]>) -> Option<Table> {
-    let data = read_regular(path)?;
+    // Mapped: of a debug file of hundreds of MB only the headers, the
+    // notes and the symbol table are touched.
+    let data = map_regular(path)?;
     debug_table_of(&data, path, source, expect_build_id)
 }
 
@@ -230,7 +219,17 @@ pub fn check_elf(path: &Path) -> Result<()> {
 impl Resolver {
     /// Parses `exe` and locates its debug files under `debug_root`.
     pub fn open(exe: &Path, debug_root: &Path) -> Result<Self> {
-        Self::from_bytes(exe, &read(exe)?, debug_root)
+        // Mapped, as the debug files are: a server binary is tens of MB.
+        let f = std::fs::File::open(exe).map_err(|source| Error::Read {
+            path: exe.to_owned(),
+            source,
+        })?;
+        // SAFETY: a read-only map of a file we never write (see map_regular).
+        let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|source| Error::Read {
+            path: exe.to_owned(),
+            source,
+        })?;
+        Self::from_bytes(exe, &map, debug_root)
     }
 
     /// [`Resolver::open`] over the executable's bytes, read by the caller
@@ -286,7 +285,7 @@ impl Resolver {
                 dir.join(".debug").join(&name),
                 debug_root.join(rel).join(&name),
             ] {
-                let crc_ok = read_regular(&p).is_some_and(|d| crc32fast::hash(&d) == crc);
+                let crc_ok = map_regular(&p).is_some_and(|d| crc32fast::hash(&d) == crc);
                 if crc_ok {
                     if let Some(t) = debug_table(&p, SymbolSource::DebugLink, build_id.as_deref()) {
                         tables.push(t);

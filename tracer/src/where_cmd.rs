@@ -1,0 +1,153 @@
+//! `commitscope probes --mysqld PATH`: where the probes would go in a
+//! server binary, and which source of the symbol cascade placed them —
+//! without root and without attaching anything. What a user runs first
+//! on a stock server ("will I get exact counts here?"), and what the
+//! symbol-lookup benchmark times.
+use std::{io::Write, time::Instant};
+
+use crate::{
+    cli::ProbesArgs,
+    error::Result,
+    probes::{profiles, symbols::Resolved, Plan, Target, WriteProbe},
+};
+
+/// One probe point, as printed.
+#[derive(serde::Serialize)]
+struct Point {
+    role: &'static str,
+    function: String,
+    symbol: String,
+    /// Offset in the binary of the out-of-line entry (None when the
+    /// function exists only inlined).
+    offset: Option<u64>,
+    source: String,
+    found_in: String,
+    /// Inlined copies: (offset, the function it sits in).
+    inlined: Vec<(u64, String)>,
+}
+
+fn point(role: &'static str, r: &Resolved) -> Point {
+    Point {
+        role,
+        function: profiles::short_name(&r.symbol),
+        symbol: r.symbol.clone(),
+        offset: r.out_of_line.then_some(r.file_offset),
+        source: r.source_text(),
+        found_in: r.found_in.display().to_string(),
+        inlined: r
+            .inlined
+            .iter()
+            .map(|s| (s.file_offset, s.dwarf.caller.clone()))
+            .collect(),
+    }
+}
+
+#[derive(serde::Serialize)]
+struct Report {
+    binary: String,
+    server: Option<String>,
+    /// The profile row whose functions were found; None in fallback mode.
+    profile: Option<&'static str>,
+    exact: bool,
+    points: Vec<Point>,
+    symbol_source: String,
+    fallback: Option<String>,
+    seconds: f64,
+}
+
+pub fn run(args: &ProbesArgs) -> Result<()> {
+    crate::probes::symbols::check_elf(&args.mysqld)?;
+    let server = args
+        .probes
+        .server_version
+        .as_deref()
+        .map(str::parse)
+        .transpose()?;
+    let t0 = Instant::now();
+    let plan = Plan::new(&Target {
+        pid: 0,
+        exe: args.mysqld.clone(),
+        debug_root: args.probes.debug_dir.clone(),
+        debuginfod: args.probes.debuginfod_choice(),
+        server,
+        fsync_probe: args.probes.fsync_probe,
+        write_timing: true,
+    })?;
+    let seconds = t0.elapsed().as_secs_f64();
+    let mut points: Vec<Point> = plan
+        .write
+        .points()
+        .into_iter()
+        .map(|r| point("write", r))
+        .collect();
+    if let Some(f) = &plan.flush {
+        points.push(point("flush", f));
+    }
+    let used = plan.debuginfod.as_ref().and_then(|l| l.used.clone());
+    let write_from = match (&plan.write.resolved().source, used) {
+        (crate::probes::symbols::SymbolSource::Debuginfod, Some(u)) => u,
+        (s, _) => s.to_string(),
+    };
+    let report = Report {
+        binary: args.mysqld.display().to_string(),
+        server: plan.server.map(|s| s.to_string()),
+        profile: match &plan.write {
+            WriteProbe::Exact { profile, .. } => Some(profile.name),
+            WriteProbe::ServerLayer { .. } => None,
+        },
+        exact: matches!(plan.write, WriteProbe::Exact { .. }),
+        points,
+        symbol_source: plan.symbol_source(&write_from),
+        fallback: plan.fallback_line(),
+        seconds,
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&report).unwrap_or_default()
+        );
+        return Ok(());
+    }
+    let _ = writeln!(out, "binary   {}", report.binary);
+    let _ = writeln!(
+        out,
+        "server   {}",
+        report.server.as_deref().unwrap_or("version unknown")
+    );
+    let _ = writeln!(
+        out,
+        "mode     {}",
+        match report.profile {
+            Some(p) => format!("exact (profile {p})"),
+            None => "fallback: server-layer commits".into(),
+        }
+    );
+    for p in &report.points {
+        let at = p
+            .offset
+            .map(|o| format!("+{o:#x}"))
+            .unwrap_or_else(|| "inlined only".into());
+        let _ = writeln!(
+            out,
+            "{:<8} {} at {at}  [{} in {}]",
+            p.role, p.function, p.source, p.found_in
+        );
+        for (o, caller) in &p.inlined {
+            let _ = writeln!(out, "           inlined copy at +{o:#x} in {caller}");
+        }
+    }
+    if plan.flush.is_none() {
+        let _ = writeln!(
+            out,
+            "flush    - (n_flush = redo fsyncs counted in the kernel)"
+        );
+    }
+    if let Some(f) = &report.fallback {
+        let _ = writeln!(out, "note     {f}");
+    }
+    let _ = writeln!(out, "symbols  {}", report.symbol_source);
+    let _ = writeln!(out, "resolved in {:.2} s", report.seconds);
+    Ok(())
+}
