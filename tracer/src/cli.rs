@@ -107,6 +107,11 @@ fn parse_url(s: &str) -> Result<String, String> {
 
 impl ProbeArgs {
     /// The debuginfod servers these flags choose.
+    /// `--server-version`, parsed (None when not given).
+    pub fn server(&self) -> crate::error::Result<Option<crate::probes::profiles::ServerId>> {
+        self.server_version.as_deref().map(str::parse).transpose()
+    }
+
     pub fn debuginfod_choice(&self) -> crate::probes::debuginfod::Choice {
         use crate::probes::debuginfod::Choice;
         match (self.no_debuginfod, self.debuginfod.is_empty()) {

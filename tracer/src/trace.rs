@@ -31,12 +31,7 @@ pub fn target(args: &TraceArgs) -> Result<Target> {
         (None, None) => return Err(Error::Runtime("pass --pid or --mysqld".into())),
     };
     let exe = process::exe_of(pid)?;
-    let server = args
-        .probes
-        .server_version
-        .as_deref()
-        .map(str::parse)
-        .transpose()?;
+    let server = args.probes.server()?;
     if !args.interval.is_finite() || args.interval < 0.01 {
         return Err(Error::BadInterval {
             given: args.interval,

@@ -57,12 +57,7 @@ struct Report {
 
 pub fn run(args: &ProbesArgs) -> Result<()> {
     crate::probes::symbols::check_elf(&args.mysqld)?;
-    let server = args
-        .probes
-        .server_version
-        .as_deref()
-        .map(str::parse)
-        .transpose()?;
+    let server = args.probes.server()?;
     let t0 = Instant::now();
     let plan = Plan::new(&Target {
         pid: 0,

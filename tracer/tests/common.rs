@@ -313,3 +313,18 @@ pub fn one_error_line(err: &str) -> String {
     );
     errors[0].to_string()
 }
+
+/// The GNU build-id of an ELF file, in hex (the name debuginfod and the
+/// `.build-id/xx/rest.debug` tree use).
+pub fn build_id_hex(elf: &Path) -> String {
+    use object::Object;
+    let data = std::fs::read(elf).unwrap();
+    object::File::parse(&*data)
+        .unwrap()
+        .build_id()
+        .unwrap()
+        .unwrap_or_else(|| panic!("{} has no build-id", elf.display()))
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

@@ -12,7 +12,6 @@ use std::{
 
 use commitscope::probes::debuginfod::{fetch, FetchError};
 use common::*;
-use object::Object;
 
 /// A debuginfod serving one directory; killed on drop.
 struct Debuginfod(Child);
@@ -54,14 +53,7 @@ fn split_fixture_with(dir: &Path, opt: &str) -> (String, std::path::PathBuf) {
         .arg(&bin)
         .arg(&debug));
     run(Command::new("strip").arg("--strip-all").arg(&bin));
-    let data = std::fs::read(&bin).unwrap();
-    let id = object::File::parse(&*data)
-        .unwrap()
-        .build_id()
-        .unwrap()
-        .unwrap()
-        .to_vec();
-    (id.iter().map(|b| format!("{b:02x}")).collect(), debug)
+    (build_id_hex(&bin), debug)
 }
 
 /// Starts debuginfod over `dir/srv` and waits until it serves `id`:
@@ -405,15 +397,7 @@ fn a_stripped_mariadb_gets_exact_probes_from_debuginfod() {
         .arg("-o")
         .arg(&bin)
         .arg(&orig));
-    let data = std::fs::read(&bin).unwrap();
-    let id: String = object::File::parse(&*data)
-        .unwrap()
-        .build_id()
-        .unwrap()
-        .unwrap()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let id = build_id_hex(&bin);
     let Some((_server, url, _)) = serve(d.path(), &id) else {
         return;
     };

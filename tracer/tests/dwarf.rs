@@ -28,15 +28,7 @@ fn build(dir: &Path) -> PathBuf {
         .arg(&src)
         .arg("-o")
         .arg(&bin));
-    let data = std::fs::read(&bin).unwrap();
-    let id: String = object::File::parse(&*data)
-        .unwrap()
-        .build_id()
-        .unwrap()
-        .unwrap()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let id = build_id_hex(&bin);
     let at = dir.join("debug/.build-id").join(&id[..2]);
     std::fs::create_dir_all(&at).unwrap();
     let debug = at.join(format!("{}.debug", &id[2..]));

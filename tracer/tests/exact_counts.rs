@@ -60,13 +60,7 @@ fn build(dir: &Path, flavor: &str, v: Variant) -> (PathBuf, PathBuf) {
                 .arg(&bin)
                 .arg(&debug));
             run(Command::new("strip").arg("--strip-all").arg(&bin));
-            let data = std::fs::read(&bin).unwrap();
-            let id = object::File::parse(&*data)
-                .unwrap()
-                .build_id()
-                .unwrap()
-                .expect("build-id");
-            let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+            let hex = build_id_hex(&bin);
             let target = debug_root.join(".build-id").join(&hex[..2]);
             std::fs::create_dir_all(&target).unwrap();
             std::fs::rename(&debug, target.join(format!("{}.debug", &hex[2..]))).unwrap();

@@ -11,7 +11,7 @@ use anyhow::{bail, Context};
 use crate::util;
 
 /// Every target, as `fuzz/Cargo.toml` lists them.
-pub const TARGETS: &[&str] = &["elf", "mycnf", "server_option", "sweep_results"];
+pub const TARGETS: &[&str] = &["elf", "dwarf", "mycnf", "server_option", "sweep_results"];
 
 /// libFuzzer's options: a run over `seconds`; a slow input (a loop) fails
 /// after 10 s; an allocation past 2 GiB fails (unbounded allocation);

@@ -32,6 +32,10 @@ const ARG_REGS: [u16; 6] = [5, 4, 1, 2, 8, 9];
 /// could claim any size, and no server's DWARF section comes near it.
 const MAX_SECTION: u64 = 4 << 30;
 
+/// Nor one claiming to grow more than this from its compressed size
+/// (zlib's own ceiling is about 1032; DWARF compresses 3-10 times).
+const MAX_RATIO: u64 = 1100;
+
 /// One inlined copy of a wanted function.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InlineSite {
@@ -69,6 +73,12 @@ impl Found {
     }
 }
 
+/// [`find`] over bytes (the fuzz target's entry); None when they are not
+/// an object file or have no DWARF.
+pub fn find_in(data: &[u8], wanted: &[&str]) -> Option<Vec<Found>> {
+    find(&object::File::parse(data).ok()?, wanted)
+}
+
 /// Searches `file`'s DWARF for `wanted` (linkage names, or C names); one
 /// [`Found`] per wanted name, empty where DWARF does not have it. None when
 /// the file has no DWARF that parses.
@@ -100,7 +110,9 @@ pub fn find(file: &object::File, wanted: &[&str]) -> Option<Vec<Found>> {
 fn section<'d>(file: &object::File<'d>, name: &str) -> Option<Cow<'d, [u8]>> {
     let s = file.section_by_name(name)?;
     let range = s.compressed_file_range().ok()?;
-    if range.uncompressed_size > MAX_SECTION {
+    let ratio_ok = range.format == object::CompressionFormat::None
+        || range.uncompressed_size <= range.compressed_size.saturating_mul(MAX_RATIO);
+    if range.uncompressed_size > MAX_SECTION || !ratio_ok {
         return None;
     }
     s.uncompressed_data().ok()
