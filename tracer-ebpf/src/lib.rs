@@ -41,10 +41,21 @@ pub enum Counter {
     /// put the predicate's argument in its register: counted in
     /// `WriteCalls`, their durability unknown (never guessed).
     WriteUnknown = 7,
+    /// Durable write calls that ran the redo flush themselves before
+    /// returning (`ANATOMY` only): group-commit leaders.
+    Leaders = 8,
+    /// Durable write calls that returned without running it: followers.
+    Followers = 9,
+    /// Sum of the leaders' waits (entry to return), ns.
+    LeaderWaitNs = 10,
+    /// The part of it spent inside fsync/fdatasync called from the flush.
+    LeaderSyncNs = 11,
+    /// Sum of the batch sizes recorded in `BATCH`: their exact mean.
+    BatchSum = 12,
 }
 
 /// Number of `Counter` slots.
-pub const COUNTERS: u32 = 8;
+pub const COUNTERS: u32 = 13;
 
 /// Index into the `HISTS` per-CPU array.
 #[repr(u32)]
@@ -55,10 +66,65 @@ pub enum HistKind {
     WriteWait = 0,
     /// Time inside the redo flush function.
     Flush = 1,
+    /// Leaders' waits (entry to return of the write function).
+    LeaderWait = 2,
+    /// Followers' waits.
+    FollowerWait = 3,
 }
 
 /// Number of `HistKind` slots.
-pub const HISTS: u32 = 2;
+pub const HISTS: u32 = 4;
+
+/// Buckets of the batch-size histogram: 0 (a flush that carried no new
+/// request), 1 to 16 each on its own, then 17-32, 33-64, ... 2049-4096,
+/// and > 4096.
+pub const BATCH_BUCKETS: usize = 26;
+
+/// Counts per batch-size bucket, see [`batch_bucket`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct BatchHist {
+    pub buckets: [u64; BATCH_BUCKETS],
+}
+
+/// The bucket of a batch of `n` requests: `n` itself up to 16, then one
+/// bucket per power of two (17-32 is 17, 33-64 is 18, ...), the last
+/// holding everything above 4096.
+#[inline(always)]
+pub fn batch_bucket(n: u64) -> usize {
+    if n <= 16 {
+        return n as usize;
+    }
+    // n - 1 in [16, ...): floor(log2) is 4 for 17..=32.
+    let b = 13 + log2_bucket(n - 1);
+    if b >= BATCH_BUCKETS {
+        BATCH_BUCKETS - 1
+    } else {
+        b
+    }
+}
+
+/// The group-commit state shared by every CPU (an Array map, not per-CPU:
+/// arrivals on one CPU are flushed by a thread on another).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Group {
+    /// Durable write requests since the previous flush began (signed: a
+    /// flush subtracts what it read, so arrivals in between are kept).
+    pub arrived: i64,
+}
+
+/// What counts as a batch member (`DURABLE_PRED`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchMember {
+    /// Every write-probe hit (fallback: server-layer commits).
+    AllCalls = 0,
+    /// Hits where predicate A held.
+    PredA = 1,
+    /// Hits where predicate B held (MySQL 5.6's flush_to_disk).
+    PredB = 2,
+}
 
 /// A log2 latency histogram in nanoseconds.
 #[repr(C)]
@@ -123,6 +189,9 @@ pub mod globals {
     pub const PRED_F_OP: &str = "PRED_F_OP";
     pub const PRED_F_MASK: &str = "PRED_F_MASK";
     pub const PRED_F_VALUE: &str = "PRED_F_VALUE";
+    pub const DURABLE_PRED: &str = "DURABLE_PRED";
+    pub const BATCH_ON_SYNC: &str = "BATCH_ON_SYNC";
+    pub const ANATOMY: &str = "ANATOMY";
 }
 
 /// Names of the maps.
@@ -130,6 +199,9 @@ pub mod maps {
     pub const COUNTERS: &str = "COUNTERS";
     pub const HISTS: &str = "HISTS";
     pub const FD_STATS: &str = "FD_STATS";
+    pub const BATCH: &str = "BATCH";
+    pub const GROUP: &str = "GROUP";
+    pub const REDO_FDS: &str = "REDO_FDS";
 }
 
 /// Names of the programs in the object file.
@@ -181,6 +253,8 @@ mod user {
     // SAFETY: plain-old-data, `#[repr(C)]`, no padding, every bit pattern valid.
     unsafe impl aya::Pod for super::Hist {}
     unsafe impl aya::Pod for super::FdStats {}
+    unsafe impl aya::Pod for super::BatchHist {}
+    unsafe impl aya::Pod for super::Group {}
 }
 
 #[cfg(test)]
@@ -208,5 +282,26 @@ mod tests {
         }
         assert_eq!(log2_bucket(1 << 40), HIST_BUCKETS - 1);
         assert_eq!(log2_bucket(u64::MAX), HIST_BUCKETS - 1);
+    }
+
+    #[test]
+    fn batch_buckets_are_exact_to_16_then_powers_of_two() {
+        for n in 0..=16 {
+            assert_eq!(batch_bucket(n), n as usize);
+        }
+        for (n, b) in [
+            (17, 17),
+            (32, 17),
+            (33, 18),
+            (64, 18),
+            (65, 19),
+            (2048, 23),
+            (2049, 24),
+            (4096, 24),
+            (4097, 25),
+            (u64::MAX, 25),
+        ] {
+            assert_eq!(batch_bucket(n), b, "n={n}");
+        }
     }
 }

@@ -3,19 +3,26 @@
 //! (which function is "the write", which fd is the redo log, percentiles).
 #![no_std]
 #![no_main]
+// The BPF target has no `AtomicI64::fetch_add` (core sees no CAS); the
+// intrinsic, its result unused, becomes the kernel's atomic add (XADD).
+#![feature(core_intrinsics)]
+#![allow(internal_features)]
+
+use core::intrinsics::{atomic_xadd, AtomicOrdering};
 
 use aya_ebpf::{
     bindings::BPF_NOEXIST,
     helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel},
     macros::{kprobe, kretprobe, map, tracepoint, uprobe, uretprobe},
-    maps::{HashMap, PerCpuArray, PerCpuHashMap},
+    maps::{Array, HashMap, PerCpuArray, PerCpuHashMap},
     programs::{ProbeContext, RetProbeContext, TracePointContext},
     EbpfContext,
 };
 use aya_log_ebpf::warn;
 use tracer_ebpf::{
-    log2_bucket, Counter, FdStats, Hist, HistKind, PredOp, COUNTERS as N_COUNTERS,
-    HISTS as N_HISTS, MAX_FDS, MAX_THREADS, NR_PWRITEV, NR_PWRITEV2,
+    batch_bucket, log2_bucket, BatchHist, BatchMember, Counter, FdStats, Group, Hist, HistKind,
+    PredOp, COUNTERS as N_COUNTERS, HISTS as N_HISTS, MAX_FDS, MAX_THREADS, NR_PWRITEV,
+    NR_PWRITEV2,
 };
 
 // Configuration, written by user space into .rodata before load (so the
@@ -51,6 +58,16 @@ static PRED_F_OP: u32 = 0;
 static PRED_F_MASK: u64 = 0;
 #[no_mangle]
 static PRED_F_VALUE: u64 = 0;
+/// Which write-probe hits are batch members ([`BatchMember`]).
+#[no_mangle]
+static DURABLE_PRED: u32 = 0;
+/// Non-zero without a flush function: a batch then begins at each fsync
+/// of a redo fd (`REDO_FDS`, kept by user space).
+#[no_mangle]
+static BATCH_ON_SYNC: u32 = 0;
+/// Non-zero for leaders/followers (needs the write return probe).
+#[no_mangle]
+static ANATOMY: u32 = 0;
 
 #[map]
 static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(N_COUNTERS, 0);
@@ -58,6 +75,15 @@ static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(N_COUNTERS, 0)
 static HISTS: PerCpuArray<Hist> = PerCpuArray::with_max_entries(N_HISTS, 0);
 #[map]
 static FD_STATS: PerCpuHashMap<u32, FdStats> = PerCpuHashMap::with_max_entries(MAX_FDS, 0);
+/// Batch sizes: requests per flush (see `batch_begin`).
+#[map]
+static BATCH: PerCpuArray<BatchHist> = PerCpuArray::with_max_entries(1, 0);
+/// Requests arrived since the last flush began, shared by all CPUs.
+#[map]
+static GROUP: Array<Group> = Array::with_max_entries(1, 0);
+/// The target's redo-log fds, written by user space as it names fds.
+#[map]
+static REDO_FDS: HashMap<u32, u8> = HashMap::with_max_entries(64, 0);
 /// A zeroed value to insert from, so no 300-byte struct lives on the stack.
 #[map]
 static ZERO_FD: PerCpuArray<FdStats> = PerCpuArray::with_max_entries(1, 0);
@@ -76,6 +102,12 @@ static SYNC_START: HashMap<u64, SyncStart> = HashMap::with_max_entries(MAX_THREA
 struct WriteStart {
     ts: u64,
     pred_a: u64,
+    /// A batch member (durable request).
+    durable: u64,
+    /// This call ran the flush function itself: a leader.
+    led: u64,
+    /// Time in fsync/fdatasync inside that flush, ns.
+    sync_ns: u64,
 }
 
 #[repr(C)]
@@ -111,6 +143,13 @@ fn is_target() -> Option<u64> {
 fn bump(c: Counter) {
     if let Some(p) = COUNTERS.get_ptr_mut(c as u32) {
         unsafe { *p += 1 };
+    }
+}
+
+#[inline(always)]
+fn add(c: Counter, v: u64) {
+    if let Some(p) = COUNTERS.get_ptr_mut(c as u32) {
+        unsafe { *p += v };
     }
 }
 
@@ -163,23 +202,89 @@ fn predicate(ctx: &ProbeContext, argn: &u32, op: &u32, mask: &u64, value: &u64) 
     }
 }
 
-#[uprobe]
-pub fn write_entry(ctx: ProbeContext) -> u32 {
-    let Some(id) = is_target() else { return 0 };
+/// Counts a write-probe hit and its predicates; returns (A, batch member).
+#[inline(always)]
+fn count_write(ctx: &ProbeContext) -> (bool, bool) {
     bump(Counter::WriteCalls);
-    let a = predicate(&ctx, &PRED_A_ARG, &PRED_A_OP, &PRED_A_MASK, &PRED_A_VALUE);
+    let a = predicate(ctx, &PRED_A_ARG, &PRED_A_OP, &PRED_A_MASK, &PRED_A_VALUE);
     if a {
         bump(Counter::WritePredA);
     }
-    if predicate(&ctx, &PRED_B_ARG, &PRED_B_OP, &PRED_B_MASK, &PRED_B_VALUE) {
+    let b = predicate(ctx, &PRED_B_ARG, &PRED_B_OP, &PRED_B_MASK, &PRED_B_VALUE);
+    if b {
         bump(Counter::WritePredB);
     }
+    let member = match cfg_u32(&DURABLE_PRED) {
+        x if x == BatchMember::PredA as u32 => a,
+        x if x == BatchMember::PredB as u32 => b,
+        _ => true,
+    };
+    if member {
+        arrive();
+    }
+    (a, member)
+}
+
+/// `*p += v` atomically across CPUs.
+#[inline(always)]
+fn xadd(p: *mut i64, v: i64) {
+    // SAFETY: `p` is an 8-byte aligned i64 inside a map value.
+    let _ = unsafe { atomic_xadd::<i64, i64, { AtomicOrdering::Relaxed }>(p, v) };
+}
+
+/// One more request for the next flush to carry.
+#[inline(always)]
+fn arrive() {
+    if let Some(g) = GROUP.get_ptr_mut(0) {
+        xadd(unsafe { &raw mut (*g).arrived }, 1);
+    }
+}
+
+/// A flush begins: what arrived since the previous one is its batch. The
+/// count read is subtracted (not zeroed), so a request arriving between
+/// the read and the subtraction is kept for the next batch.
+#[inline(always)]
+fn batch_begin() {
+    let Some(g) = GROUP.get_ptr_mut(0) else {
+        return;
+    };
+    // SAFETY: as in `arrive`; a plain read of the shared counter.
+    let n = unsafe { core::ptr::read_volatile(&raw const (*g).arrived) };
+    let n = if n < 0 { 0 } else { n };
+    xadd(unsafe { &raw mut (*g).arrived }, -n);
+    add(Counter::BatchSum, n as u64);
+    if let Some(h) = BATCH.get_ptr_mut(0) {
+        if let Some(slot) = unsafe { &mut *h }.buckets.get_mut(batch_bucket(n as u64)) {
+            *slot += 1;
+        }
+    }
+}
+
+/// The flush runs on this thread: if it is inside the write function,
+/// that call leads its group.
+#[inline(always)]
+fn mark_leader(id: u64) {
+    if cfg_u32(&ANATOMY) == 0 {
+        return;
+    }
+    if let Some(w) = WRITE_START.get_ptr_mut(id) {
+        unsafe { (*w).led = 1 };
+    }
+}
+
+#[uprobe]
+pub fn write_entry(ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let (a, member) = count_write(&ctx);
     if cfg_u32(&WRITE_TIMING) == 0 {
         return 0;
     }
     let start = WriteStart {
         ts: unsafe { bpf_ktime_get_ns() },
         pred_a: a as u64,
+        durable: member as u64,
+        led: 0,
+        sync_ns: 0,
     };
     if WRITE_START.insert(id, start, 0).is_err() {
         bump(Counter::TimingLost);
@@ -194,8 +299,20 @@ pub fn write_return(_ctx: RetProbeContext) -> u32 {
     if let Some(start) = WRITE_START.get_ptr(id) {
         let start = unsafe { *start };
         let _ = WRITE_START.remove(id);
+        let wait = now.saturating_sub(start.ts);
         if start.pred_a != 0 {
-            record_kind(HistKind::WriteWait, now.saturating_sub(start.ts));
+            record_kind(HistKind::WriteWait, wait);
+        }
+        if cfg_u32(&ANATOMY) != 0 && start.durable != 0 {
+            if start.led != 0 {
+                bump(Counter::Leaders);
+                add(Counter::LeaderWaitNs, wait);
+                add(Counter::LeaderSyncNs, start.sync_ns);
+                record_kind(HistKind::LeaderWait, wait);
+            } else {
+                bump(Counter::Followers);
+                record_kind(HistKind::FollowerWait, wait);
+            }
         }
     }
     0
@@ -209,13 +326,7 @@ pub fn write_site(ctx: ProbeContext) -> u32 {
     if is_target().is_none() {
         return 0;
     }
-    bump(Counter::WriteCalls);
-    if predicate(&ctx, &PRED_A_ARG, &PRED_A_OP, &PRED_A_MASK, &PRED_A_VALUE) {
-        bump(Counter::WritePredA);
-    }
-    if predicate(&ctx, &PRED_B_ARG, &PRED_B_OP, &PRED_B_MASK, &PRED_B_VALUE) {
-        bump(Counter::WritePredB);
-    }
+    let _ = count_write(&ctx);
     0
 }
 
@@ -235,11 +346,11 @@ pub fn write_site_unknown(_ctx: ProbeContext) -> u32 {
 /// return to probe, so its fsyncs are not marked as inside the flush).
 #[uprobe]
 pub fn flush_site(ctx: ProbeContext) -> u32 {
-    if is_target().is_none() {
-        return 0;
-    }
+    let Some(id) = is_target() else { return 0 };
     if predicate(&ctx, &PRED_F_ARG, &PRED_F_OP, &PRED_F_MASK, &PRED_F_VALUE) {
         bump(Counter::FlushCalls);
+        batch_begin();
+        mark_leader(id);
     }
     0
 }
@@ -253,6 +364,8 @@ pub fn flush_entry(ctx: ProbeContext) -> u32 {
         return 0;
     }
     bump(Counter::FlushCalls);
+    batch_begin();
+    mark_leader(id);
     if FLUSH_START
         .insert(id, unsafe { bpf_ktime_get_ns() }, 0)
         .is_err()
@@ -296,6 +409,10 @@ fn fd_slot<C: EbpfContext>(ctx: &C, fd: u32, lost: Counter) -> Option<*mut FdSta
 
 #[inline(always)]
 fn sync_enter(id: u64, fd: u64) {
+    // No flush function: a redo fsync is where a batch begins.
+    if cfg_u32(&BATCH_ON_SYNC) != 0 && REDO_FDS.get_ptr(fd as u32).is_some() {
+        batch_begin();
+    }
     let start = SyncStart {
         ts: unsafe { bpf_ktime_get_ns() },
         fd: fd as u32,
@@ -315,6 +432,12 @@ fn sync_exit<C: EbpfContext>(ctx: &C, id: u64) {
     let start = unsafe { *start };
     let _ = SYNC_START.remove(id);
     let ns = now.saturating_sub(start.ts);
+    // A leader's own fsync: the part of its wait spent on the disk.
+    if start.in_flush != 0 && cfg_u32(&ANATOMY) != 0 {
+        if let Some(w) = WRITE_START.get_ptr_mut(id) {
+            unsafe { (*w).sync_ns += ns };
+        }
+    }
     if let Some(s) = fd_slot(ctx, start.fd, Counter::SyncLost) {
         let s = unsafe { &mut *s };
         s.syncs += 1;

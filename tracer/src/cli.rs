@@ -163,6 +163,10 @@ pub struct ProbeArgs {
     /// How to count fsync/fdatasync: kprobe on do_fsync, or syscall tracepoints.
     #[arg(long, value_enum, default_value_t = FsyncProbe::Auto)]
     pub fsync_probe: FsyncProbe,
+    /// Group-commit leaders and followers and their waits (adds the write
+    /// function's return probe; always on in `trace`).
+    #[arg(long)]
+    pub anatomy: bool,
 }
 
 #[derive(Clone, Debug, Args)]

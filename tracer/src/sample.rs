@@ -57,6 +57,81 @@ impl LogHist {
     }
 }
 
+/// Batch sizes over an interval: how many requests each redo flush
+/// carried ([`tracer_ebpf::batch_bucket`]'s buckets).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Batch {
+    /// Flushes per bucket: 0, 1 ... 16, 17-32, 33-64 ... 2049-4096, > 4096.
+    pub hist: Vec<u64>,
+    /// Flushes recorded (the histogram's total).
+    pub flushes: u64,
+    /// Exact mean batch size (the kernel sums the sizes too).
+    pub mean: Option<f64>,
+    /// Percentiles and maximum as bucket upper bounds: exact up to 16,
+    /// then 32, 64, ... 4096, and 4097 for "> 4096".
+    pub p50: Option<u64>,
+    pub p90: Option<u64>,
+    pub p99: Option<u64>,
+    pub max: Option<u64>,
+}
+
+/// The largest batch size a bucket holds (4097 stands for "> 4096").
+pub fn batch_upper(bucket: usize) -> u64 {
+    match bucket {
+        0..=16 => bucket as u64,
+        b if b + 1 >= tracer_ebpf::BATCH_BUCKETS => 4097,
+        b => 1 << (b - 12),
+    }
+}
+
+/// A bucket's label: "7", "17-32", ">4096".
+pub fn batch_label(bucket: usize) -> String {
+    match bucket {
+        0..=16 => bucket.to_string(),
+        b if b + 1 >= tracer_ebpf::BATCH_BUCKETS => ">4096".into(),
+        b => format!("{}-{}", batch_upper(b - 1) + 1, batch_upper(b)),
+    }
+}
+
+impl Batch {
+    pub fn from_hist(hist: &[u64], sum: u64) -> Self {
+        let flushes: u64 = hist.iter().sum();
+        let q = |q: f64| {
+            let rank = ((q * flushes as f64).ceil() as u64).max(1);
+            let mut seen = 0;
+            hist.iter().enumerate().find_map(|(b, n)| {
+                seen += n;
+                (flushes > 0 && seen >= rank).then(|| batch_upper(b))
+            })
+        };
+        Batch {
+            hist: hist.to_vec(),
+            flushes,
+            mean: ratio(sum, flushes),
+            p50: q(0.50),
+            p90: q(0.90),
+            p99: q(0.99),
+            max: hist.iter().rposition(|n| *n > 0).map(batch_upper),
+        }
+    }
+}
+
+/// Leaders and followers over an interval (`--anatomy`, exact mode).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Anatomy {
+    /// Durable write calls that ran the redo flush themselves.
+    pub leaders: u64,
+    /// Durable write calls that rode on another thread's flush.
+    pub followers: u64,
+    pub leader_wait_p50_us: Option<f64>,
+    pub leader_wait_p99_us: Option<f64>,
+    pub follower_wait_p50_us: Option<f64>,
+    pub follower_wait_p99_us: Option<f64>,
+    /// The share of the leaders' wait spent in fsync/fdatasync inside
+    /// the flush (0..1).
+    pub leader_sync_share: Option<f64>,
+}
+
 /// Per-class sync activity over an interval.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ClassTotals {
@@ -108,6 +183,11 @@ pub struct Interval {
     pub lost_syncs: u64,
     /// Everything the kernel side could not record (syncs, writes, timings).
     pub lost_events: u64,
+    /// Requests per redo flush (durable writes, or commits in fallback).
+    pub batch: Batch,
+    /// Leaders and followers (None without `--anatomy` or in fallback).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anatomy: Option<Anatomy>,
 }
 
 /// How to read a snapshot pair: which counters feed which column.
@@ -123,6 +203,8 @@ pub struct Columns {
     /// Some write probes sit on inlined copies whose durability cannot be
     /// read: their count is reported apart.
     pub unknown_sites: bool,
+    /// Leaders and followers are counted.
+    pub anatomy: bool,
 }
 
 impl Columns {
@@ -135,6 +217,7 @@ impl Columns {
                 has_flush_fn,
                 flush_timed: has_flush_fn,
                 unknown_sites: false,
+                anatomy: false,
             },
             WriteProbe::ServerLayer { .. } => Columns {
                 requests: Source::AllCalls,
@@ -142,12 +225,15 @@ impl Columns {
                 has_flush_fn: false,
                 flush_timed: false,
                 unknown_sites: false,
+                anatomy: false,
             },
         }
     }
 
-    pub fn of(plan: &crate::probes::Plan) -> Self {
+    pub fn of(probes: &Probes) -> Self {
+        let plan = &probes.plan;
         let mut c = Columns::new(&plan.write, plan.flush.is_some());
+        c.anatomy = probes.anatomy;
         c.flush_timed = c.has_flush_fn && plan.flush.as_ref().is_some_and(|f| f.out_of_line);
         c.unknown_sites = c.durable.is_some() && plan.unknown_sites() > 0;
         c
@@ -221,6 +307,29 @@ impl Interval {
             flush_calls,
             lost_syncs: d(Counter::SyncLost),
             lost_events: d(Counter::SyncLost) + d(Counter::TimingLost) + d(Counter::WriteLost),
+            batch: Batch::from_hist(
+                &cur.batch
+                    .iter()
+                    .zip(prev.batch)
+                    .map(|(c, p)| c.saturating_sub(p))
+                    .collect::<Vec<_>>(),
+                d(Counter::BatchSum),
+            ),
+            anatomy: cols.anatomy.then(|| {
+                let h = |k: HistKind| {
+                    LogHist(cur.hists[k as usize]).since(&LogHist(prev.hists[k as usize]))
+                };
+                let (lw, fw) = (h(HistKind::LeaderWait), h(HistKind::FollowerWait));
+                Anatomy {
+                    leaders: d(Counter::Leaders),
+                    followers: d(Counter::Followers),
+                    leader_wait_p50_us: lw.quantile_us(0.50),
+                    leader_wait_p99_us: lw.quantile_us(0.99),
+                    follower_wait_p50_us: fw.quantile_us(0.50),
+                    follower_wait_p99_us: fw.quantile_us(0.99),
+                    leader_sync_share: ratio(d(Counter::LeaderSyncNs), d(Counter::LeaderWaitNs)),
+                }
+            }),
         }
     }
 }
@@ -263,7 +372,7 @@ impl ProbeSampler {
         let mut fds = FdTable::new(pid);
         fds.refresh(cur.fds.keys().copied());
         ProbeSampler {
-            cols: Columns::of(&probes.plan),
+            cols: Columns::of(probes),
             fds,
             start: now,
             last: now,
@@ -310,7 +419,7 @@ impl ProbeSampler {
         self.prev = self.carried.clone();
         self.base = rekey(&self.base);
         self.fds.follow(pid);
-        self.cols = Columns::of(&probes.plan);
+        self.cols = Columns::of(probes);
     }
 
     /// Whether the last [`ProbeSampler::tick`] saw any count move.
@@ -342,6 +451,7 @@ impl ProbeSampler {
         if let Ok(keys) = probes.fds() {
             self.fds.refresh(keys);
         }
+        probes.refresh_redo_fds();
         probes.drain_logs();
     }
 

@@ -217,6 +217,7 @@ pub async fn setup(
                         server: Some(b.id),
                         fsync_probe: probe_args.fsync_probe,
                         write_timing: false,
+                        anatomy: false,
                     })?)
                 } else {
                     None
@@ -359,8 +360,10 @@ impl Attach {
             debuginfod: self.probe_args.debuginfod_choice(),
             server: self.declared,
             fsync_probe: self.probe_args.fsync_probe,
-            // The workload times every commit from the client side.
-            write_timing: false,
+            // The workload times every commit from the client side; the
+            // return probe only comes with --anatomy (leaders, followers).
+            write_timing: self.probe_args.anatomy,
+            anatomy: self.probe_args.anatomy,
         };
         let probes = ph
             .run(stop, "attach probes", async {

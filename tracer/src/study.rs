@@ -8,7 +8,12 @@ use workload::{engine::Config, scenario::Scenario};
 use crate::{
     cli::StudyArgs,
     error::Result,
-    report::{human::opt_f, json::Json, live::Live, RunSink, RunSummary},
+    report::{
+        human::{opt_f, opt_u},
+        json::Json,
+        live::Live,
+        RunSink, RunSummary,
+    },
     session::{setup, Measure, Phases, Stop},
 };
 
@@ -61,7 +66,7 @@ pub fn table(out: &mut impl Write, done: &[(&Row, RunSummary)], fallback: bool, 
     );
     let _ = writeln!(
         out,
-        "{:<26} {:>7} {:>10} {:>17} {:>14} {:>17} {:>18}",
+        "{:<26} {:>7} {:>10} {:>17} {:>14} {:>17} {:>9} {:>9} {:>18}",
         "scenario",
         "threads",
         "tps",
@@ -72,13 +77,15 @@ pub fn table(out: &mut impl Write, done: &[(&Row, RunSummary)], fallback: bool, 
         },
         "commits/flush",
         "study (published)",
+        "p50_batch",
+        "p99_batch",
         "redo_fsync_p99_us"
     );
     for (row, s) in done {
         let t = s.trace.as_ref();
         let _ = writeln!(
             out,
-            "{:<26} {:>7} {:>10.1} {:>17} {:>14} {:>17} {:>18}",
+            "{:<26} {:>7} {:>10.1} {:>17} {:>14} {:>17} {:>9} {:>9} {:>18}",
             format!("{}. {}", row.key, row.what),
             row.threads,
             s.workload.mean_tps,
@@ -86,6 +93,8 @@ pub fn table(out: &mut impl Write, done: &[(&Row, RunSummary)], fallback: bool, 
                 .map_or_else(|| "-".into(), |r| format!("{r:.2}:1")),
             opt_f(s.commits_per_flush, 2),
             row.published,
+            opt_u(t.and_then(|t| t.batch.p50)),
+            opt_u(t.and_then(|t| t.batch.p99)),
             opt_f(t.and_then(|t| t.redo_p99_us), 0)
         );
     }

@@ -45,6 +45,8 @@ pub fn target(args: &TraceArgs) -> Result<Target> {
         server,
         fsync_probe: args.probes.fsync_probe,
         write_timing: !args.no_write_timing,
+        // Free where the return probe is attached anyway.
+        anatomy: !args.no_write_timing,
     })
 }
 
@@ -84,6 +86,27 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
             .unwrap_or_else(|| "redo fsync/fdatasync (kernel)".into()),
         fsync_probe: probes.kernel.used.to_string(),
         fallback: plan.fallback_line(),
+        anatomy: probes.anatomy.then(|| anatomy_meaning(plan)),
+    }
+}
+
+/// What "leader" means on this server. MySQL 8.0.11+ flushes the redo
+/// log from its dedicated log_flusher thread: user threads only wait, so
+/// they are all followers and the flusher's batches are the flush sizes.
+fn anatomy_meaning(plan: &crate::probes::Plan) -> String {
+    let flush = plan
+        .flush
+        .as_ref()
+        .map(|f| profiles::short_name(&f.symbol))
+        .unwrap_or_else(|| "the redo fsync".into());
+    match &plan.write {
+        WriteProbe::Exact { profile, .. } if profile.name.starts_with("mysql-8") => format!(
+            "MySQL 8: {flush} runs in the log_flusher thread, so user threads are followers that wait for it; batch = durable requests per flusher flush"
+        ),
+        _ => format!(
+            "leader: a durable {} call whose own thread runs {flush} before it returns; follower: one that returns without",
+            plan.write.source_name()
+        ),
     }
 }
 

@@ -67,6 +67,7 @@ pub fn run(args: &ProbesArgs) -> Result<()> {
         server,
         fsync_probe: args.probes.fsync_probe,
         write_timing: true,
+        anatomy: false,
     })?;
     let seconds = t0.elapsed().as_secs_f64();
     let mut points: Vec<Point> = plan

@@ -41,7 +41,12 @@ fn charts_render(dir: &Path, legends: &[&str]) {
         has_tool("rsvg-convert"),
         "rsvg-convert is missing: `cargo xtask setup` installs librsvg2-bin"
     );
-    for name in ["throughput", "commits_per_flush", "redo_fsync_p99"] {
+    for name in [
+        "throughput",
+        "commits_per_flush",
+        "redo_fsync_p99",
+        "batch_size",
+    ] {
         let svg = dir.join(format!("{name}.svg"));
         let text = std::fs::read_to_string(&svg).unwrap_or_else(|e| panic!("{svg:?}: {e}"));
         assert!(
@@ -51,6 +56,7 @@ fn charts_render(dir: &Path, legends: &[&str]) {
         let y_label = match name {
             "throughput" => "per second",
             "commits_per_flush" => "commits per redo flush",
+            "batch_size" => "requests per redo flush",
             _ => "(µs)",
         };
         assert!(text.contains(y_label), "{name}: no y label {y_label:?}");
@@ -187,6 +193,7 @@ fn sweep_sets_dynamic_options_restarts_for_others_and_charts_them() {
         "throughput.svg",
         "commits_per_flush.svg",
         "redo_fsync_p99.svg",
+        "batch_size.svg",
         "summary.csv",
     ] {
         std::fs::remove_file(out.path().join(f)).unwrap();

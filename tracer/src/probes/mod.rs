@@ -21,7 +21,10 @@ use aya::{
     },
     Ebpf, EbpfLoader,
 };
-use tracer_ebpf::{globals as g, maps, programs as prog, Counter, FdStats, HistKind, HIST_BUCKETS};
+use tracer_ebpf::{
+    globals as g, maps, programs as prog, BatchHist, BatchMember, Counter, FdStats, HistKind,
+    BATCH_BUCKETS, HIST_BUCKETS,
+};
 
 use crate::error::{Error, Result};
 use kernel::{FsyncProbe, KernelAttach};
@@ -45,6 +48,8 @@ pub struct Target {
     /// only counts: one probe hit per commit instead of two, for callers
     /// that measure commit latency themselves (the main command's workload).
     pub write_timing: bool,
+    /// Leaders and followers (exact mode, with `write_timing`).
+    pub anatomy: bool,
 }
 
 /// How the write probe was placed.
@@ -283,6 +288,8 @@ pub struct Snapshot {
     pub counters: [u64; tracer_ebpf::COUNTERS as usize],
     pub hists: [[u64; HIST_BUCKETS]; tracer_ebpf::HISTS as usize],
     pub fds: HashMap<u32, FdTotals>,
+    /// Flushes per batch-size bucket ([`tracer_ebpf::batch_bucket`]).
+    pub batch: [u64; BATCH_BUCKETS],
 }
 
 /// `FdStats` summed over CPUs.
@@ -306,6 +313,9 @@ impl Snapshot {
             for (a, b) in h.iter_mut().zip(o) {
                 *a += b;
             }
+        }
+        for (a, b) in self.batch.iter_mut().zip(other.batch) {
+            *a += b;
         }
         for (fd, t) in &other.fds {
             let e = self.fds.entry(*fd).or_default();
@@ -339,6 +349,12 @@ pub struct Probes {
     pub plan: Plan,
     pub kernel: KernelAttach,
     pub attached: Vec<AttachedProbe>,
+    /// Leaders and followers are counted.
+    pub anatomy: bool,
+    pid: u32,
+    /// The fds in the kernel's `REDO_FDS`, and when they were last looked at.
+    redo_fds: Vec<u32>,
+    redo_checked: Option<std::time::Instant>,
 }
 
 fn set_pred<'a>(l: &mut EbpfLoader<'a>, names: [&'a str; 4], p: &'a Pred, op: &'a u32) {
@@ -400,10 +416,28 @@ impl Probes {
             WriteProbe::ServerLayer { .. } => (Pred::ALWAYS, Pred::OFF, Pred::OFF),
         };
         let ops = [pred_a.op as u32, pred_b.op as u32, pred_f.op as u32];
+        // Batch members: the durable requests (server-layer commits in
+        // fallback mode); batches begin at the flush function, else at
+        // redo fsyncs.
+        let member = match &plan.write {
+            WriteProbe::Exact { profile, .. } => match profile.durable {
+                Source::AllCalls => BatchMember::AllCalls,
+                Source::PredA => BatchMember::PredA,
+                Source::PredB => BatchMember::PredB,
+            },
+            WriteProbe::ServerLayer { .. } => BatchMember::AllCalls,
+        } as u32;
+        let batch_on_sync = u32::from(plan.flush.is_none());
+        let anatomy = u32::from(
+            target.anatomy && target.write_timing && matches!(plan.write, WriteProbe::Exact { .. }),
+        );
         let mut loader = EbpfLoader::new();
         loader.override_global(g::TARGET_TGID, &target.pid, true);
         let write_timing = u32::from(target.write_timing);
         loader.override_global(g::WRITE_TIMING, &write_timing, true);
+        loader.override_global(g::DURABLE_PRED, &member, true);
+        loader.override_global(g::BATCH_ON_SYNC, &batch_on_sync, true);
+        loader.override_global(g::ANATOMY, &anatomy, true);
         set_pred(
             &mut loader,
             [g::PRED_A_ARG, g::PRED_A_OP, g::PRED_A_MASK, g::PRED_A_VALUE],
@@ -486,13 +520,63 @@ impl Probes {
             }
         }
         let kernel = kernel::attach(&mut ebpf, target.fsync_probe)?;
-        Ok(Probes {
+        let mut p = Probes {
             ebpf,
             logs,
             plan,
             kernel,
             attached,
-        })
+            anatomy: anatomy != 0,
+            pid: target.pid,
+            redo_fds: Vec::new(),
+            redo_checked: None,
+        };
+        p.refresh_redo_fds();
+        Ok(p)
+    }
+
+    /// Without a flush function a batch begins at each fsync of a redo
+    /// fd: tells the kernel which fds those are now (the redo files are
+    /// opened at start, MySQL 8.0.30+ rotates them). At most once a
+    /// second: a server may hold thousands of fds.
+    pub fn refresh_redo_fds(&mut self) {
+        let pid = self.pid;
+        if self.plan.flush.is_some()
+            || self
+                .redo_checked
+                .is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(1))
+        {
+            return;
+        }
+        self.redo_checked = Some(std::time::Instant::now());
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            return;
+        };
+        let now: Vec<u32> = dir
+            .flatten()
+            .filter_map(|e| {
+                let fd: u32 = e.file_name().to_str()?.parse().ok()?;
+                let path = std::fs::read_link(e.path()).ok()?;
+                (crate::fds::classify(&path.to_string_lossy()) == crate::fds::FileClass::Redo)
+                    .then_some(fd)
+            })
+            .collect();
+        if now == self.redo_fds {
+            return;
+        }
+        let Some(map) = self.ebpf.map_mut(maps::REDO_FDS) else {
+            return;
+        };
+        let Ok(mut m) = aya::maps::HashMap::<_, u32, u8>::try_from(map) else {
+            return;
+        };
+        for fd in self.redo_fds.iter().filter(|fd| !now.contains(fd)) {
+            let _ = m.remove(fd);
+        }
+        for fd in &now {
+            let _ = m.insert(fd, 1, 0);
+        }
+        self.redo_fds = now;
     }
 
     /// Prints what the eBPF programs logged since the last call.
@@ -550,7 +634,24 @@ impl Probes {
                 .ok_or_else(|| missing(maps::HISTS))?,
         )
         .map_err(map_err(maps::HISTS))?;
-        for kind in [HistKind::WriteWait, HistKind::Flush] {
+        let batch: PerCpuArray<_, BatchHist> = PerCpuArray::try_from(
+            self.ebpf
+                .map(maps::BATCH)
+                .ok_or_else(|| missing(maps::BATCH))?,
+        )
+        .map_err(map_err(maps::BATCH))?;
+        for h in batch.get(&0, 0).map_err(map_err(maps::BATCH))?.iter() {
+            for (acc, b) in snap.batch.iter_mut().zip(h.buckets) {
+                *acc += b;
+            }
+        }
+
+        for kind in [
+            HistKind::WriteWait,
+            HistKind::Flush,
+            HistKind::LeaderWait,
+            HistKind::FollowerWait,
+        ] {
             let v = hists.get(&(kind as u32), 0).map_err(map_err(maps::HISTS))?;
             for h in v.iter() {
                 for (acc, b) in snap.hists[kind as usize].iter_mut().zip(h.buckets) {

@@ -1,5 +1,6 @@
 //! The sweep's charts as SVG (plotters): throughput, commits per redo
-//! flush and redo fsync p99, each against threads, one line per setting.
+//! flush, redo fsync p99 and batch size (p50 and p99), each against
+//! threads, one line per setting (two for the batch sizes).
 //! SVG keeps the text as text: any viewer's fonts render it.
 use std::path::{Path, PathBuf};
 
@@ -17,12 +18,18 @@ use crate::{
 /// Pixel size of every chart (the PNG a renderer makes of it, too).
 pub const SIZE: (u32, u32) = (1024, 640);
 
+/// The figure a chart draws for a cell.
+type Figure = fn(&Grid, &CellRecord) -> Option<f64>;
+
 /// One chart: file name, title, y axis label and the figure of a cell.
 struct Spec {
     file: &'static str,
     title: String,
     y_desc: String,
-    y: fn(&Grid, &CellRecord) -> Option<f64>,
+    y: Figure,
+    /// A second figure drawn beside the first for each setting, and the
+    /// suffixes telling the two lines apart.
+    also: Option<(Figure, &'static str, &'static str)>,
 }
 
 fn specs(g: &Grid, workload: &str) -> Vec<Spec> {
@@ -36,18 +43,28 @@ fn specs(g: &Grid, workload: &str) -> Vec<Spec> {
                 "throughput (transactions per second)".into()
             },
             y: |g, r| Some(g.throughput(r)),
+            also: None,
         },
         Spec {
             file: "commits_per_flush.svg",
             title: format!("{workload}: group commit (commits per redo flush) vs threads"),
             y_desc: "commits per redo flush".into(),
             y: |_, r| r.commits_per_flush,
+            also: None,
         },
         Spec {
             file: "redo_fsync_p99.svg",
             title: format!("{workload}: redo fsync p99 vs threads"),
             y_desc: "redo fsync p99 latency (µs)".into(),
             y: |_, r| r.redo_fsync_p99_us,
+            also: None,
+        },
+        Spec {
+            file: "batch_size.svg",
+            title: format!("{workload}: batch size per redo flush (p50, p99) vs threads"),
+            y_desc: "requests per redo flush".into(),
+            y: |_, r| r.batch_p50.map(|v| v as f64),
+            also: Some((|_, r| r.batch_p99.map(|v| v as f64), " p50", " p99")),
         },
     ]
 }
@@ -64,7 +81,16 @@ pub fn write_all(dir: &Path, g: &Grid, workload: &str) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for spec in specs(g, workload) {
         let path = dir.join(spec.file);
-        let series = g.series(|r| (spec.y)(g, r));
+        let mut series = g.series(|r| (spec.y)(g, r));
+        if let Some((also, first, second)) = spec.also {
+            for (name, _) in &mut series {
+                name.push_str(first);
+            }
+            series.extend(g.series(|r| also(g, r)).into_iter().map(|(mut n, p)| {
+                n.push_str(second);
+                (n, p)
+            }));
+        }
         // Drawn in memory, then written without following a symlink.
         let mut svg = String::new();
         draw(&mut svg, &spec, &series).map_err(draw_err(&path))?;

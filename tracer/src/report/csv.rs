@@ -34,6 +34,15 @@ const COLUMNS: &[&str] = &[
     "data_fsync",
     "other_fsync",
     "lost_events",
+    "batch_p50",
+    "batch_p90",
+    "batch_p99",
+    "batch_max",
+    "batch_mean",
+    "leaders",
+    "followers",
+    "leader_wait_p99_us",
+    "follower_wait_p99_us",
 ];
 
 pub struct Csv<W: Write> {
@@ -54,6 +63,7 @@ fn cell<T: ToString>(v: Option<T>) -> String {
 pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
     let w = &j.workload;
     let t = j.trace.as_ref();
+    let a = t.and_then(|t| t.anatomy.as_ref());
     let unix = at
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -87,6 +97,21 @@ pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
         cell(t.map(|t| t.data_fsync)),
         cell(t.map(|t| t.other_fsync)),
         cell(t.map(|t| t.lost_events)),
+        cell(t.and_then(|t| t.batch.p50)),
+        cell(t.and_then(|t| t.batch.p90)),
+        cell(t.and_then(|t| t.batch.p99)),
+        cell(t.and_then(|t| t.batch.max)),
+        cell(t.and_then(|t| t.batch.mean).map(|v| format!("{v:.3}"))),
+        cell(a.map(|a| a.leaders)),
+        cell(a.map(|a| a.followers)),
+        cell(
+            a.and_then(|a| a.leader_wait_p99_us)
+                .map(|v| format!("{v:.1}")),
+        ),
+        cell(
+            a.and_then(|a| a.follower_wait_p99_us)
+                .map(|v| format!("{v:.1}")),
+        ),
     ]
 }
 

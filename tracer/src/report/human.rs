@@ -12,6 +12,8 @@ pub struct Human<W: Write> {
     out: W,
     lines: u64,
     fallback: bool,
+    /// Leaders and followers columns.
+    anatomy: bool,
 }
 
 impl<W: Write> Human<W> {
@@ -20,6 +22,7 @@ impl<W: Write> Human<W> {
             out,
             lines: 0,
             fallback: false,
+            anatomy: false,
         }
     }
 }
@@ -42,6 +45,67 @@ pub(crate) fn opt_f(v: Option<f64>, prec: usize) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.prec$}"))
 }
 
+/// The leaders, followers and wait_p99_us cells (the followers' wait,
+/// what most commits see), or nothing without `--anatomy`.
+pub(crate) fn anatomy_cells(a: Option<&crate::sample::Anatomy>) -> String {
+    a.map_or_else(String::new, |a| {
+        format!(
+            "  {:>8}  {:>9}  {:>11}",
+            a.leaders,
+            a.followers,
+            opt_f(a.follower_wait_p99_us.or(a.leader_wait_p99_us), 0)
+        )
+    })
+}
+
+/// The summary's group-commit block: batch sizes per flush, then leaders
+/// and followers with their waits.
+fn anatomy_block(out: &mut impl Write, l: &Legend, t: &Interval) {
+    let b = &t.batch;
+    if b.flushes == 0 {
+        return;
+    }
+    let what = if l.fallback.is_some() {
+        "server-layer commits since the previous redo fsync began"
+    } else {
+        "durable writes since the previous flush began"
+    };
+    let _ = writeln!(out, "batch size per flush ({what})");
+    let cells: Vec<String> = b
+        .hist
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(i, n)| format!("{}: {n}", crate::sample::batch_label(i)))
+        .collect();
+    let _ = writeln!(
+        out,
+        "  {}      p50 {}  p90 {}  p99 {}  max {}  mean {}",
+        cells.join("   "),
+        opt_u(b.p50),
+        opt_u(b.p90),
+        opt_u(b.p99),
+        opt_u(b.max),
+        opt_f(b.mean, 2)
+    );
+    if let Some(a) = &t.anatomy {
+        let _ = writeln!(
+            out,
+            "  leaders {} (wait p50 {} us, p99 {} us; {} % of it in fsync)   followers {} (wait p50 {} us, p99 {} us)",
+            a.leaders,
+            opt_f(a.leader_wait_p50_us, 0),
+            opt_f(a.leader_wait_p99_us, 0),
+            opt_f(a.leader_sync_share.map(|s| s * 100.0), 0),
+            a.followers,
+            opt_f(a.follower_wait_p50_us, 0),
+            opt_f(a.follower_wait_p99_us, 0)
+        );
+        if let Some(m) = &l.anatomy {
+            let _ = writeln!(out, "  ({m})");
+        }
+    }
+}
+
 /// The durable cell: "330", or "330+170?" when 170 requests came from
 /// inlined copies whose durability cannot be read.
 fn durable_cell(i: &Interval) -> String {
@@ -60,7 +124,7 @@ impl<W: Write> Human<W> {
         let nw = if self.fallback { "commits" } else { "n_write" };
         let _ = writeln!(
             self.out,
-            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}",
+            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}  {:>9}  {:>9}{}",
             "time",
             nw,
             "durable",
@@ -70,7 +134,14 @@ impl<W: Write> Human<W> {
             "redo_p50_us",
             "redo_p99_us",
             "binlog_fsync",
-            "data_fsync"
+            "data_fsync",
+            "p50_batch",
+            "p99_batch",
+            if self.anatomy {
+                format!("  {:>8}  {:>9}  {:>11}", "leaders", "followers", "wait_p99_us")
+            } else {
+                String::new()
+            }
         );
     }
 }
@@ -78,6 +149,7 @@ impl<W: Write> Human<W> {
 impl<W: Write> Sink for Human<W> {
     fn start(&mut self, l: &Legend) {
         self.fallback = l.fallback.is_some();
+        self.anatomy = l.anatomy.is_some();
         let server = l.server.as_deref().unwrap_or("server version unknown");
         let _ = writeln!(self.out, "# tracing pid {} ({}, {server})", l.pid, l.exe);
         let _ = writeln!(
@@ -101,7 +173,7 @@ impl<W: Write> Sink for Human<W> {
         self.lines += 1;
         let _ = writeln!(
             self.out,
-            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}",
+            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}  {:>9}  {:>9}{}",
             clock(at),
             i.n_write,
             durable_cell(i),
@@ -111,7 +183,10 @@ impl<W: Write> Sink for Human<W> {
             opt_f(i.redo_p50_us, 0),
             opt_f(i.redo_p99_us, 0),
             i.binlog_fsync,
-            i.data_fsync
+            i.data_fsync,
+            opt_u(i.batch.p50),
+            opt_u(i.batch.p99),
+            anatomy_cells(i.anatomy.as_ref())
         );
         let _ = self.out.flush();
     }
@@ -229,6 +304,7 @@ pub fn probe_totals(out: &mut impl Write, l: &Legend, t: &Interval) {
             "lost_events", t.lost_events
         );
     }
+    anatomy_block(out, l, t);
 }
 
 #[cfg(test)]
@@ -259,6 +335,8 @@ mod tests {
             flush_calls: inside,
             lost_syncs: 0,
             lost_events: 0,
+            batch: Default::default(),
+            anatomy: None,
         }
     }
 
@@ -280,6 +358,7 @@ mod tests {
             n_flush_source: "redo fsync/fdatasync (kernel)".into(),
             fsync_probe: "tracepoint".into(),
             fallback: fallback.then(|| "log_write_up_to not found".into()),
+            anatomy: None,
         }
     }
 

@@ -4,7 +4,7 @@
 use std::{io::Write, time::SystemTime};
 
 use super::{
-    human::{clock, opt_f, probe_totals},
+    human::{anatomy_cells, clock, opt_f, opt_u, probe_totals},
     RunHeader, RunSink, RunSummary,
 };
 use crate::sample::Joined;
@@ -13,6 +13,8 @@ pub struct Live<W: Write> {
     out: W,
     lines: u64,
     fallback: bool,
+    /// Leaders and followers columns (`--anatomy`).
+    anatomy: bool,
     /// TPC-C ticks print tpcc-mysql's interval lines instead of the table.
     tpcc: workload::tpcc::report::IntervalLines,
 }
@@ -23,14 +25,16 @@ impl<W: Write> Live<W> {
             out,
             lines: 0,
             fallback: false,
+            anatomy: false,
             tpcc: Default::default(),
         }
     }
 
     fn header(&mut self) {
-        let _ = writeln!(
+        let _ =
+            writeln!(
             self.out,
-            "{:<8}  {:>9}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}",
+            "{:<8}  {:>9}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}",
             "time",
             "tps",
             "p99_ms",
@@ -43,7 +47,14 @@ impl<W: Write> Live<W> {
             "write/flush",
             "commits/flush",
             "redo_p99_us",
-            "binlog_fsync"
+            "binlog_fsync",
+            "p50_batch",
+            "p99_batch",
+            if self.anatomy {
+                format!("  {:>8}  {:>9}  {:>11}", "leaders", "followers", "wait_p99_us")
+            } else {
+                String::new()
+            }
         );
     }
 }
@@ -84,6 +95,7 @@ fn ms(us: u64) -> String {
 impl<W: Write> RunSink for Live<W> {
     fn start(&mut self, h: &RunHeader, cfg: &workload::engine::Config) {
         self.fallback = h.legend.as_ref().is_some_and(|l| l.fallback.is_some());
+        self.anatomy = h.legend.as_ref().is_some_and(|l| l.anatomy.is_some());
         let _ = writeln!(
             self.out,
             "# server: {}{}",
@@ -155,7 +167,7 @@ impl<W: Write> RunSink for Live<W> {
         };
         let _ = writeln!(
             self.out,
-            "{:<8}  {:>9.1}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}{}",
+            "{:<8}  {:>9.1}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}{}",
             clock(at),
             w.tps,
             ms(w.latency.p99_us),
@@ -165,6 +177,9 @@ impl<W: Write> RunSink for Live<W> {
             opt_f(j.commits_per_flush, 2),
             opt_f(t.and_then(|t| t.redo_p99_us), 0),
             u(&|t| t.binlog_fsync),
+            opt_u(t.and_then(|t| t.batch.p50)),
+            opt_u(t.and_then(|t| t.batch.p99)),
+            anatomy_cells(t.and_then(|t| t.anatomy.as_ref())),
             match (j.stalled_s, w.warmup) {
                 (Some(s), _) => format!("  (stalled: no commit for {s:.0} s)"),
                 (None, true) => "  (warmup)".to_string(),

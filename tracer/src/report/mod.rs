@@ -71,6 +71,9 @@ pub struct Legend {
     pub fsync_probe: String,
     /// Set when n_write is the server-layer fallback.
     pub fallback: Option<String>,
+    /// What leaders and followers mean on this server; None when they are
+    /// not counted (no `--anatomy`, fallback mode, untimed writes).
+    pub anatomy: Option<String>,
 }
 
 /// The end-of-run record.

@@ -221,7 +221,7 @@ pub fn markdown(meta: &Meta, g: &Grid) -> String {
     s
 }
 
-const CSV_HEADER: &str = "workload,warehouses,threads,settings,tps,tpmc,commits,commits_per_flush,n_write,n_flush,write_per_flush,redo_fsync,redo_fsync_p99_us,latency_p50_us,latency_p99_us,errors,measured_s,rows,rows_elapsed_s,key";
+const CSV_HEADER: &str = "workload,warehouses,threads,settings,tps,tpmc,commits,commits_per_flush,n_write,n_flush,write_per_flush,redo_fsync,redo_fsync_p99_us,batch_p50,batch_p99,latency_p50_us,latency_p99_us,errors,measured_s,rows,rows_elapsed_s,key";
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
@@ -237,7 +237,7 @@ pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
             let Some(r) = g.get(row, ci) else { continue };
             let _ = writeln!(
                 csv,
-                "{},{},{},\"{}\",{:.3},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},\"{}\"",
+                "{},{},{},\"{}\",{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},\"{}\"",
                 meta.workload,
                 opt(r.warehouses),
                 r.threads,
@@ -251,6 +251,8 @@ pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
                 opt(r.write_per_flush.map(|c| format!("{c:.4}"))),
                 opt(r.redo_fsync),
                 opt(r.redo_fsync_p99_us.map(|c| format!("{c:.1}"))),
+                opt(r.batch_p50),
+                opt(r.batch_p99),
                 r.latency_p50_us,
                 r.latency_p99_us,
                 r.errors,

@@ -68,6 +68,12 @@ pub struct CellRecord {
     pub write_per_flush: Option<f64>,
     pub redo_fsync: Option<u64>,
     pub redo_fsync_p99_us: Option<f64>,
+    /// Requests per redo flush, median and 99th percentile (absent in
+    /// cells recorded before batch sizes were kept).
+    #[serde(default)]
+    pub batch_p50: Option<u64>,
+    #[serde(default)]
+    pub batch_p99: Option<u64>,
     pub latency_p50_us: u64,
     pub latency_p99_us: u64,
     pub errors: u64,
@@ -110,6 +116,8 @@ impl CellRecord {
             write_per_flush: t.and_then(|t| t.write_per_flush),
             redo_fsync: t.map(|t| t.redo_fsync),
             redo_fsync_p99_us: t.and_then(|t| t.redo_p99_us),
+            batch_p50: t.and_then(|t| t.batch.p50),
+            batch_p99: t.and_then(|t| t.batch.p99),
             latency_p50_us: s.workload.latency.p50_us,
             latency_p99_us: s.workload.latency.p99_us,
             errors: s.workload.errors,
