@@ -88,10 +88,13 @@ static REDO_FDS: HashMap<u32, u8> = HashMap::with_max_entries(64, 0);
 #[map]
 static ZERO_FD: PerCpuArray<FdStats> = PerCpuArray::with_max_entries(1, 0);
 
-/// Entry timestamps per thread (key: pid_tgid). One map per timed function
-/// because they nest: log_write_up_to -> log_t::flush -> fdatasync.
+/// Entry timestamps per thread. One map per timed function because they
+/// nest: log_write_up_to -> log_t::flush -> fdatasync. The write's, hit
+/// on every commit, is an array slot per thread (tid modulo its size,
+/// owner checked) rather than a hash insert and delete: cheaper on the
+/// hottest path.
 #[map]
-static WRITE_START: HashMap<u64, WriteStart> = HashMap::with_max_entries(MAX_THREADS, 0);
+static WRITE_START: Array<WriteStart> = Array::with_max_entries(MAX_THREADS, 0);
 #[map]
 static FLUSH_START: HashMap<u64, u64> = HashMap::with_max_entries(MAX_THREADS, 0);
 #[map]
@@ -100,6 +103,8 @@ static SYNC_START: HashMap<u64, SyncStart> = HashMap::with_max_entries(MAX_THREA
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct WriteStart {
+    /// The thread (pid_tgid) whose call this is; 0 when the slot is free.
+    owner: u64,
     ts: u64,
     pred_a: u64,
     /// A batch member (durable request).
@@ -267,9 +272,16 @@ fn mark_leader(id: u64) {
     if cfg_u32(&ANATOMY) == 0 {
         return;
     }
-    if let Some(w) = WRITE_START.get_ptr_mut(id) {
+    if let Some(w) = write_slot(id) {
         unsafe { (*w).led = 1 };
     }
+}
+
+/// This thread's open write call, if it has one.
+#[inline(always)]
+fn write_slot(id: u64) -> Option<*mut WriteStart> {
+    let w = WRITE_START.get_ptr_mut((id as u32) & (MAX_THREADS - 1))?;
+    (unsafe { (*w).owner } == id).then_some(w)
 }
 
 #[uprobe]
@@ -279,15 +291,23 @@ pub fn write_entry(ctx: ProbeContext) -> u32 {
     if cfg_u32(&WRITE_TIMING) == 0 {
         return 0;
     }
-    let start = WriteStart {
-        ts: unsafe { bpf_ktime_get_ns() },
-        pred_a: a as u64,
-        durable: member as u64,
-        led: 0,
-        sync_ns: 0,
+    let Some(w) = WRITE_START.get_ptr_mut((id as u32) & (MAX_THREADS - 1)) else {
+        return 0;
     };
-    if WRITE_START.insert(id, start, 0).is_err() {
-        bump(Counter::TimingLost);
+    // SAFETY: a slot of our array map. Another thread's open call in it
+    // (same tid modulo the size) is displaced and counted as lost.
+    unsafe {
+        if (*w).owner != 0 && (*w).owner != id {
+            bump(Counter::TimingLost);
+        }
+        *w = WriteStart {
+            owner: id,
+            ts: bpf_ktime_get_ns(),
+            pred_a: a as u64,
+            durable: member as u64,
+            led: 0,
+            sync_ns: 0,
+        };
     }
     0
 }
@@ -296,9 +316,9 @@ pub fn write_entry(ctx: ProbeContext) -> u32 {
 pub fn write_return(_ctx: RetProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
     let now = unsafe { bpf_ktime_get_ns() };
-    if let Some(start) = WRITE_START.get_ptr(id) {
-        let start = unsafe { *start };
-        let _ = WRITE_START.remove(id);
+    if let Some(w) = write_slot(id) {
+        let start = unsafe { *w };
+        unsafe { (*w).owner = 0 };
         let wait = now.saturating_sub(start.ts);
         if start.pred_a != 0 {
             record_kind(HistKind::WriteWait, wait);
@@ -434,7 +454,7 @@ fn sync_exit<C: EbpfContext>(ctx: &C, id: u64) {
     let ns = now.saturating_sub(start.ts);
     // A leader's own fsync: the part of its wait spent on the disk.
     if start.in_flush != 0 && cfg_u32(&ANATOMY) != 0 {
-        if let Some(w) = WRITE_START.get_ptr_mut(id) {
+        if let Some(w) = write_slot(id) {
             unsafe { (*w).sync_ns += ns };
         }
     }
