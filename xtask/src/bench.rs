@@ -404,7 +404,9 @@ fn overhead(
         Some(b) => b,
         None if anatomy => testkit::symbols_fixture()
             .map(|f| f.join("bin/mariadbd"))
-            .context("--anatomy needs exact probes: the symbolized fixture is absent, pass --mysqld")?,
+            .context(
+                "--anatomy needs exact probes: the symbolized fixture is absent, pass --mysqld",
+            )?,
         None => testkit::system_mariadbd().context("no /usr/sbin/mariadbd (mariadb-server)")?,
     };
     eprintln!("bench: starting a throwaway {}", bin.display());
