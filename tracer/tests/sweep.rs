@@ -457,13 +457,13 @@ fn report_rebuilds_table_summaries_and_charts() {
     )
     .unwrap();
     let mut lines = String::new();
-    for (t, tc, tps, cpf, p99) in [
-        (1, "1", 900.0, 1.0, 250.0),
-        (8, "1", 4100.0, 3.3, 410.0),
-        (64, "1", 9000.0, 18.5, 700.0),
-        (1, "2", 2500.0, 2500.0, 300.0),
-        (8, "2", 9800.0, 9800.0, 310.0),
-        (64, "2", 12000.0, 12000.0, 320.0),
+    for (t, tc, tps, cpf, p99, b50, b99) in [
+        (1, "1", 900.0, 1.0, 250.0, 1, 1),
+        (8, "1", 4100.0, 3.3, 410.0, 3, 8),
+        (64, "1", 9000.0, 18.5, 700.0, 16, 64),
+        (1, "2", 2500.0, 2500.0, 300.0, 64, 256),
+        (8, "2", 9800.0, 9800.0, 310.0, 512, 1024),
+        (64, "2", 12000.0, 12000.0, 320.0, 2048, 4096),
     ] {
         let v = serde_json::json!({
             "key": format!("threads={t} innodb_flush_log_at_trx_commit={tc}"),
@@ -473,6 +473,7 @@ fn report_rebuilds_table_summaries_and_charts() {
             "tps": tps, "commits": (tps * 60.0) as u64, "commits_per_flush": cpf,
             "n_write": null, "n_flush": null, "write_per_flush": null,
             "redo_fsync": null, "redo_fsync_p99_us": p99,
+            "batch_p50": b50, "batch_p99": b99,
             "latency_p50_us": 100, "latency_p99_us": 900, "errors": 0
         });
         lines.push_str(&format!("{v}\n"));

@@ -213,6 +213,15 @@ where
         c.draw_series(p.iter().map(|&pt| Circle::new(pt, 5, color.filled())))
             .map_err(|x| e(&x))?;
     }
+    // The first series again, on top: where lines coincide (a batch
+    // chart's p50 and p99 at one client), it stays visible.
+    if let Some((_, p)) = series.first() {
+        let color = Palette99::pick(0).to_rgba();
+        c.draw_series(LineSeries::new(p.iter().copied(), color.stroke_width(3)))
+            .map_err(|x| e(&x))?;
+        c.draw_series(p.iter().map(|&pt| Circle::new(pt, 5, color.filled())))
+            .map_err(|x| e(&x))?;
+    }
     if !series.is_empty() {
         c.configure_series_labels()
             .position(SeriesLabelPosition::UpperLeft)
