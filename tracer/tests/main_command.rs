@@ -159,7 +159,14 @@ fn symbolized_fixture_counts_exactly() {
         durable > txns / 2 && durable <= txns + 20,
         "{durable} vs {txns}"
     );
-    assert_eq!(t["n_flush"], t["redo_fsync_in_flush"], "{t}");
+    // One redo fsync per flush-function call. The window's end falls
+    // between two map reads (counters, then fd stats): the one flush in
+    // flight then (flushes are serialized) may be in one and not the other.
+    let (n_flush, inside) = (
+        t["n_flush"].as_u64().unwrap(),
+        t["redo_fsync_in_flush"].as_u64().unwrap(),
+    );
+    assert!(n_flush.abs_diff(inside) <= 1, "{t}");
     assert_close(s, "Innodb_data_fsyncs", 2.0);
     assert_close(s, "Innodb_log_writes", 2.0);
     assert_clean(wd.path());

@@ -1,9 +1,9 @@
-//! Where debuginfod looks, as elfutils' client does it (WORK IN PROGRESS,
-//! issue 13: the HTTP fetch is not written yet): the server URLs
+//! The debuginfod client, as elfutils' does it: the server URLs
 //! (`DEBUGINFOD_URLS`, else the distributions' `/etc/debuginfod/*.urls`,
 //! which `sudo` would otherwise hide), the shared cache
 //! (`<cache>/<build-id>/debuginfo`, reused by and from gdb, perf,
-//! systemtap), and files written into it atomically.
+//! systemtap), the fetch (HTTP(S), first-byte and stall timeouts, a
+//! progress bar, Ctrl-C) and files kept in the cache only once accepted.
 use std::{
     io::Write,
     path::{Path, PathBuf},

@@ -628,38 +628,9 @@ impl Probes {
             *slot = v.iter().sum();
         }
 
-        let hists: PerCpuArray<_, tracer_ebpf::Hist> = PerCpuArray::try_from(
-            self.ebpf
-                .map(maps::HISTS)
-                .ok_or_else(|| missing(maps::HISTS))?,
-        )
-        .map_err(map_err(maps::HISTS))?;
-        let batch: PerCpuArray<_, BatchHist> = PerCpuArray::try_from(
-            self.ebpf
-                .map(maps::BATCH)
-                .ok_or_else(|| missing(maps::BATCH))?,
-        )
-        .map_err(map_err(maps::BATCH))?;
-        for h in batch.get(&0, 0).map_err(map_err(maps::BATCH))?.iter() {
-            for (acc, b) in snap.batch.iter_mut().zip(h.buckets) {
-                *acc += b;
-            }
-        }
-
-        for kind in [
-            HistKind::WriteWait,
-            HistKind::Flush,
-            HistKind::LeaderWait,
-            HistKind::FollowerWait,
-        ] {
-            let v = hists.get(&(kind as u32), 0).map_err(map_err(maps::HISTS))?;
-            for h in v.iter() {
-                for (acc, b) in snap.hists[kind as usize].iter_mut().zip(h.buckets) {
-                    *acc += b;
-                }
-            }
-        }
-
+        // The fd stats right after the counters: a flush that completes
+        // between the two reads is seen in one and not the other, so the
+        // gap is kept as short as it can be.
         let fds: PerCpuHashMap<_, u32, FdStats> = PerCpuHashMap::try_from(
             self.ebpf
                 .map(maps::FD_STATS)
@@ -680,6 +651,38 @@ impl Probes {
                 }
             }
         }
+        let batch: PerCpuArray<_, BatchHist> = PerCpuArray::try_from(
+            self.ebpf
+                .map(maps::BATCH)
+                .ok_or_else(|| missing(maps::BATCH))?,
+        )
+        .map_err(map_err(maps::BATCH))?;
+        for h in batch.get(&0, 0).map_err(map_err(maps::BATCH))?.iter() {
+            for (acc, b) in snap.batch.iter_mut().zip(h.buckets) {
+                *acc += b;
+            }
+        }
+
+        let hists: PerCpuArray<_, tracer_ebpf::Hist> = PerCpuArray::try_from(
+            self.ebpf
+                .map(maps::HISTS)
+                .ok_or_else(|| missing(maps::HISTS))?,
+        )
+        .map_err(map_err(maps::HISTS))?;
+        for kind in [
+            HistKind::WriteWait,
+            HistKind::Flush,
+            HistKind::LeaderWait,
+            HistKind::FollowerWait,
+        ] {
+            let v = hists.get(&(kind as u32), 0).map_err(map_err(maps::HISTS))?;
+            for h in v.iter() {
+                for (acc, b) in snap.hists[kind as usize].iter_mut().zip(h.buckets) {
+                    *acc += b;
+                }
+            }
+        }
+
         Ok(snap)
     }
 }
