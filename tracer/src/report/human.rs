@@ -45,6 +45,18 @@ pub(crate) fn opt_f(v: Option<f64>, prec: usize) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.prec$}"))
 }
 
+/// The header of [`anatomy_cells`], or nothing without `--anatomy`.
+pub(crate) fn anatomy_header(on: bool) -> String {
+    if on {
+        format!(
+            "  {:>8}  {:>9}  {:>11}",
+            "leaders", "followers", "wait_p99_us"
+        )
+    } else {
+        String::new()
+    }
+}
+
 /// The leaders, followers and wait_p99_us cells (the followers' wait,
 /// what most commits see), or nothing without `--anatomy`.
 pub(crate) fn anatomy_cells(a: Option<&crate::sample::Anatomy>) -> String {
@@ -137,11 +149,7 @@ impl<W: Write> Human<W> {
             "data_fsync",
             "p50_batch",
             "p99_batch",
-            if self.anatomy {
-                format!("  {:>8}  {:>9}  {:>11}", "leaders", "followers", "wait_p99_us")
-            } else {
-                String::new()
-            }
+            anatomy_header(self.anatomy)
         );
     }
 }

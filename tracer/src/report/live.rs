@@ -4,7 +4,7 @@
 use std::{io::Write, time::SystemTime};
 
 use super::{
-    human::{anatomy_cells, clock, opt_f, opt_u, probe_totals},
+    human::{anatomy_cells, anatomy_header, clock, opt_f, opt_u, probe_totals},
     RunHeader, RunSink, RunSummary,
 };
 use crate::sample::Joined;
@@ -31,8 +31,7 @@ impl<W: Write> Live<W> {
     }
 
     fn header(&mut self) {
-        let _ =
-            writeln!(
+        let _ = writeln!(
             self.out,
             "{:<8}  {:>9}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}",
             "time",
@@ -50,11 +49,7 @@ impl<W: Write> Live<W> {
             "binlog_fsync",
             "p50_batch",
             "p99_batch",
-            if self.anatomy {
-                format!("  {:>8}  {:>9}  {:>11}", "leaders", "followers", "wait_p99_us")
-            } else {
-                String::new()
-            }
+            anatomy_header(self.anatomy)
         );
     }
 }
