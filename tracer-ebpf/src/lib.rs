@@ -52,10 +52,13 @@ pub enum Counter {
     LeaderSyncNs = 11,
     /// Sum of the batch sizes recorded in `BATCH`: their exact mean.
     BatchSum = 12,
+    /// Sum of the followers' waits (entry to return), ns: with
+    /// `LeaderWaitNs`, the exact sums of the exporter's wait histograms.
+    FollowerWaitNs = 13,
 }
 
 /// Number of `Counter` slots.
-pub const COUNTERS: u32 = 13;
+pub const COUNTERS: u32 = 14;
 
 /// Index into the `HISTS` per-CPU array.
 #[repr(u32)]

@@ -331,6 +331,7 @@ pub fn write_return(_ctx: RetProbeContext) -> u32 {
                 record_kind(HistKind::LeaderWait, wait);
             } else {
                 bump(Counter::Followers);
+                add(Counter::FollowerWaitNs, wait);
                 record_kind(HistKind::FollowerWait, wait);
             }
         }

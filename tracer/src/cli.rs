@@ -47,6 +47,36 @@ pub enum Command {
     /// Show where the probes would go in a server binary and which symbol
     /// source placed them (no root, nothing attached).
     Probes(ProbesArgs),
+    /// Serve every server's group-commit figures to Prometheus (GET /metrics) until SIGTERM.
+    Exporter(ExporterArgs),
+}
+
+/// `commitscope exporter`: Prometheus metrics of every server on the host.
+#[derive(Debug, Args)]
+pub struct ExporterArgs {
+    /// Address and port to serve on (any address other than loopback only when asked).
+    #[arg(long, default_value = "127.0.0.1:9643", value_parser = crate::exporter::listen_arg, value_name = "ADDR:PORT")]
+    pub listen: std::net::SocketAddr,
+    /// Prometheus exporter-toolkit web configuration: TLS certificate and key, basic-auth users (bcrypt).
+    #[arg(long, value_name = "FILE")]
+    pub web_config: Option<PathBuf>,
+    /// Export only this server process (repeatable; default: every mysqld/mariadbd).
+    #[arg(long)]
+    pub pid: Vec<u32>,
+    /// Export only the processes of this server binary (repeatable).
+    #[arg(long, value_name = "PATH")]
+    pub mysqld: Vec<PathBuf>,
+    /// Export only the server listening on this unix socket (repeatable).
+    #[arg(short = 'S', long, value_name = "PATH")]
+    pub socket: Vec<PathBuf>,
+    /// Seconds between looks for new, restarted and exited servers.
+    #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
+    pub rescan: f64,
+    /// Seconds a server that went away keeps its series before they end.
+    #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
+    pub forget_after: f64,
+    #[command(flatten)]
+    pub probes: ProbeArgs,
 }
 
 /// `commitscope probes`: the attach plan of a binary, printed.

@@ -3,6 +3,7 @@
 pub mod argv;
 pub mod cli;
 pub mod error;
+pub mod exporter;
 pub mod fds;
 pub mod interrupt;
 pub mod outfile;

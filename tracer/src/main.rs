@@ -19,6 +19,7 @@ fn main() -> ExitCode {
         None => commitscope::session::run(cli.run),
         Some(Command::Trace(args)) => commitscope::trace::run(args),
         Some(Command::Probes(args)) => commitscope::where_cmd::run(&args),
+        Some(Command::Exporter(args)) => commitscope::exporter::run(args),
         Some(Command::Study(args)) => commitscope::study::run(args),
         Some(Command::Workload(args)) => workload::run::run(&args).map(|_| ()).map_err(Error::from),
         Some(Command::Load(args)) => {

@@ -136,6 +136,8 @@ pub struct Anatomy {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ClassTotals {
     pub syncs: u64,
+    /// Time inside those syncs, ns (the exporter's histogram sums).
+    pub sync_ns: u64,
     pub syncs_in_flush: u64,
     pub writes: u64,
     pub write_bytes: u64,
@@ -259,6 +261,7 @@ pub fn by_class(prev: &Snapshot, cur: &Snapshot, fds: &FdTable, class: FileClass
         }
         let before = prev.fds.get(fd).copied().unwrap_or_default();
         t.syncs += now.syncs.saturating_sub(before.syncs);
+        t.sync_ns += now.sync_ns.saturating_sub(before.sync_ns);
         t.syncs_in_flush += now.syncs_in_flush.saturating_sub(before.syncs_in_flush);
         t.writes += now.writes.saturating_sub(before.writes);
         t.write_bytes += now.write_bytes.saturating_sub(before.write_bytes);

@@ -54,6 +54,21 @@ pub enum Which {
         /// main command's --anatomy) instead of entry-only counting.
         #[arg(long)]
         anatomy: bool,
+        /// Attach `commitscope exporter` (scraped every second) instead of
+        /// `commitscope trace`.
+        #[arg(long, conflicts_with = "anatomy")]
+        exporter: bool,
+    },
+    /// The exporter's scrape cost with `--servers` servers attached (p50,
+    /// p99 of `--scrapes` back-to-back scrapes, beside `curl` of a static
+    /// file of the same size), then its RSS over `--minutes` of 1 s scrapes.
+    Scrape {
+        #[arg(long, default_value_t = 4)]
+        servers: u32,
+        #[arg(long, default_value_t = 1000)]
+        scrapes: u32,
+        #[arg(long, default_value_t = 10)]
+        minutes: u32,
     },
     /// Time from `commitscope` to its first per-second line, with the
     /// managed server (fresh datadir each time).
@@ -99,7 +114,13 @@ pub fn run(which: Which) -> anyhow::Result<()> {
             seconds,
             mysqld,
             anatomy,
-        } => overhead(threads, pairs, seconds, mysqld, anatomy),
+            exporter,
+        } => overhead(threads, pairs, seconds, mysqld, anatomy, exporter),
+        Which::Scrape {
+            servers,
+            scrapes,
+            minutes,
+        } => crate::bench_exporter::scrape_cost(&commitscope_release()?, servers, scrapes, minutes),
         Which::FirstLine { runs } => first_line(runs),
         Which::Symbols { mib, runs } => {
             crate::bench_symbols::symbols(&commitscope_release()?, mib, runs)
@@ -398,6 +419,7 @@ fn overhead(
     seconds: u32,
     mysqld: Option<PathBuf>,
     anatomy: bool,
+    exporter: bool,
 ) -> anyhow::Result<()> {
     let cs = commitscope_release()?;
     let bin = match mysqld {
@@ -455,24 +477,26 @@ fn overhead(
         let t0 = unix_now();
         sleep(window);
         untraced.push((t0 + 1.0, unix_now()));
-        // The main command's probe set: the write probe counts, the
-        // workload times the commits.
-        let mut tr = start_trace(
-            &cs,
-            server.pid(),
-            if anatomy {
-                &["--json"][..]
-            } else {
-                &["--json", "--no-write-timing"][..]
-            },
-            Stdio::null(),
-        )?;
+        let probe = if exporter {
+            crate::bench_exporter::Scraped::start(&cs, server.pid())?
+        } else {
+            // The main command's probe set: the write probe counts, the
+            // workload times the commits.
+            crate::bench_exporter::Scraped::trace(start_trace(
+                &cs,
+                server.pid(),
+                if anatomy {
+                    &["--json"][..]
+                } else {
+                    &["--json", "--no-write-timing"][..]
+                },
+                Stdio::null(),
+            )?)
+        };
         let t0 = unix_now();
         sleep(window);
         traced.push((t0 + 1.0, unix_now()));
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(tr.id() as i32, libc::SIGINT) };
-        tr.wait()?;
+        probe.stop()?;
     }
     let t0 = unix_now();
     sleep(window);
@@ -502,7 +526,11 @@ fn overhead(
     );
     println!(
         "median traced/untraced tps ratio{}: {:.3} (bar: >= {})",
-        if anatomy { " with --anatomy" } else { "" },
+        match (anatomy, exporter) {
+            (true, _) => " with --anatomy",
+            (_, true) => " with the exporter scraped every second",
+            _ => "",
+        },
         median(ratios),
         if anatomy { "0.95" } else { "0.98" }
     );

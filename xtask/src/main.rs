@@ -1,6 +1,7 @@
 //! Developer tasks: `cargo xtask setup|build|test|lint|run|fuzz|soak|bench`.
 //! Never shipped to users; the README's two commands go through here.
 mod bench;
+mod bench_exporter;
 mod bench_symbols;
 mod bench_tpcc;
 mod fuzz;

@@ -26,6 +26,13 @@ const APT: &[&str] = &[
     // bsdtar, with which it unpacks the -dbgsym packages it indexes.
     "debuginfod",
     "libarchive-tools",
+    // The exporter's tests (issue 12): a real Prometheus (and promtool)
+    // scraping it beside Debian's mysqld exporter; openssl makes the TLS
+    // test's certificate, curl speaks HTTPS to it.
+    "prometheus",
+    "prometheus-mysqld-exporter",
+    "openssl",
+    "curl",
 ];
 
 /// cargo-fuzz release used by `cargo xtask fuzz` (and CI).

@@ -87,3 +87,70 @@ pub fn start_trace(
     });
     Ok(child)
 }
+
+/// Starts `commitscope exporter --listen 127.0.0.1:PORT ARGS` and returns
+/// once `pids` are all attached. Its stderr keeps being echoed.
+pub fn start_exporter(
+    commitscope: &Path,
+    port: u16,
+    args: &[String],
+    pids: &[u32],
+) -> anyhow::Result<Child> {
+    let mut child = Command::new(commitscope)
+        .arg("exporter")
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot start commitscope exporter")?;
+    let err = child.stderr.take().context("stderr")?;
+    let mut lines = BufReader::new(err).lines();
+    let mut waiting: Vec<u32> = pids.to_vec();
+    while !waiting.is_empty() {
+        match lines.next() {
+            Some(Ok(l)) => {
+                eprintln!("{l}");
+                waiting.retain(|p| !l.contains(&format!("attached pid {p} ")));
+            }
+            _ => bail!("commitscope exporter did not attach to {waiting:?}"),
+        }
+    }
+    std::thread::spawn(move || {
+        for l in lines.map_while(Result::ok) {
+            eprintln!("{l}");
+        }
+    });
+    Ok(child)
+}
+
+/// `GET /metrics` on loopback; the body's length (0 on any failure).
+pub fn scrape(port: u16) -> usize {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return 0;
+    };
+    let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+    if s.write_all(
+        b"GET /metrics HTTP/1.0\r\nHost: localhost\r\nAccept: application/openmetrics-text\r\n\r\n",
+    )
+    .is_err()
+    {
+        return 0;
+    }
+    let mut body = Vec::new();
+    let _ = s.read_to_end(&mut body);
+    if body.starts_with(b"HTTP/1.0 200") || body.starts_with(b"HTTP/1.1 200") {
+        body.len()
+    } else {
+        0
+    }
+}
+
+/// A loopback port nobody listens on now.
+pub fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}

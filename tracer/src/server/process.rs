@@ -29,6 +29,11 @@ fn stat_fields(pid: u32) -> Option<Vec<String>> {
     Some(rest.split_whitespace().map(str::to_string).collect())
 }
 
+/// Every pid in /proc now (empty when /proc cannot be read).
+pub fn all_pids() -> Vec<u32> {
+    pids().map(Iterator::collect).unwrap_or_default()
+}
+
 /// A zombie waiting to be reaped, or a process already dead.
 fn exited_state(state: Option<&str>) -> bool {
     matches!(state, Some("Z") | Some("X"))

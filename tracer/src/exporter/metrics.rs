@@ -1,0 +1,640 @@
+//! The exposition: every server's totals as Prometheus metrics, encoded
+//! by the `prometheus-client` crate (OpenMetrics 1.0), and the same text
+//! rewritten into the classic text format 0.0.4 for scrapers that do not
+//! ask for OpenMetrics.
+use prometheus_client::{
+    collector::Collector,
+    encoding::{DescriptorEncoder, EncodeMetric},
+    metrics::{counter::ConstCounter, gauge::ConstGauge, MetricType},
+    registry::{Registry, Unit},
+};
+use tracer_ebpf::BATCH_BUCKETS;
+
+use super::totals::{le_seconds, TimeHist, Totals, CLASSES};
+use crate::sample::batch_upper;
+
+/// What is known of one server at scrape time.
+#[derive(Clone, Debug)]
+pub struct ServerView {
+    pub name: String,
+    pub version: String,
+    /// `exact` or `server-layer`.
+    pub mode: &'static str,
+    pub symbol_source: String,
+    pub fsync_probe: String,
+    pub binary: String,
+    /// The flush function's own fsyncs are told apart from other redo syncs.
+    pub flush_timed: bool,
+    /// Leaders and followers are counted (`--anatomy`).
+    pub anatomy: bool,
+    pub unknown_sites: bool,
+    pub attaches: u64,
+    pub attached: bool,
+    pub totals: Totals,
+}
+
+/// One scrape's worth of data.
+#[derive(Debug)]
+pub struct Exposition {
+    pub servers: Vec<ServerView>,
+    pub process: ProcessStats,
+}
+
+type Labels<'a> = Vec<(&'static str, &'a str)>;
+
+fn labels(s: &ServerView) -> Labels<'_> {
+    vec![("server", s.name.as_str()), ("version", s.version.as_str())]
+}
+
+fn with<'a>(base: &Labels<'a>, k: &'static str, v: &'a str) -> Labels<'a> {
+    let mut l = base.clone();
+    l.push((k, v));
+    l
+}
+
+/// Writes one family: `rows` of (labels, value).
+fn family<'a, M: EncodeMetric>(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    rows: impl IntoIterator<Item = (Labels<'a>, M)>,
+) -> Result<(), std::fmt::Error> {
+    let mut rows: Vec<_> = rows.into_iter().collect();
+    let Some((_, first)) = rows.first() else {
+        return Ok(());
+    };
+    let kind = first.metric_type();
+    let mut m = enc.encode_descriptor(name, help, unit, kind)?;
+    // One row without labels: no `{}` after the name.
+    if rows.len() == 1 && rows[0].0.is_empty() {
+        let (_, v) = rows.remove(0);
+        return v.encode(m);
+    }
+    for (l, v) in rows {
+        v.encode(m.encode_family(&l)?)?;
+    }
+    Ok(())
+}
+
+/// A histogram of per-bucket counts (not cumulative) with upper bounds.
+struct ConstHistogram {
+    sum: f64,
+    buckets: Vec<(f64, u64)>,
+}
+
+impl EncodeMetric for ConstHistogram {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::MetricEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        let count = self.buckets.iter().map(|(_, n)| n).sum();
+        encoder.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+            self.sum,
+            count,
+            &self.buckets,
+            None,
+        )
+    }
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
+fn time_hist(h: &TimeHist) -> ConstHistogram {
+    ConstHistogram {
+        sum: h.sum_ns as f64 / 1e9,
+        buckets: h
+            .hist
+            .0
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (le_seconds(i), *n))
+            .collect(),
+    }
+}
+
+/// An info metric: its labels, value 1.
+struct Info<'a>(Labels<'a>);
+
+impl EncodeMetric for Info<'_> {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::MetricEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        encoder.encode_info(&self.0)
+    }
+    fn metric_type(&self) -> MetricType {
+        MetricType::Info
+    }
+}
+
+impl Collector for Exposition {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let s = &self.servers;
+        let c = ConstCounter::new;
+        family(
+            &mut enc,
+            "commitscope_log_write_requests",
+            "Redo write requests (log_write_up_to calls; exact mode), by whether they asked for durability (n_write is durable=\"true\")",
+            None,
+            s.iter().filter(|v| v.mode == "exact").flat_map(|v| {
+                let l = labels(v);
+                let t = &v.totals;
+                let mut rows = vec![
+                    (with(&l, "durable", "true"), c(t.durable)),
+                    (
+                        with(&l, "durable", "false"),
+                        c(t.requests.saturating_sub(t.durable + t.unknown)),
+                    ),
+                ];
+                if v.unknown_sites {
+                    rows.push((with(&l, "durable", "unknown"), c(t.unknown)));
+                }
+                rows
+            }),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_server_commits",
+            "Commits counted at the server layer (server-layer mode, where InnoDB's functions are not found)",
+            None,
+            s.iter()
+                .filter(|v| v.mode != "exact")
+                .map(|v| (labels(v), c(v.totals.requests))),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_redo_flushes",
+            "Redo log flushes (n_flush): calls of the redo flush function, else fsync/fdatasync of a redo file",
+            None,
+            s.iter().map(|v| (labels(v), c(v.totals.flushes))),
+        )?;
+        let per_class = |f: fn(&super::totals::ClassSum) -> u64| {
+            s.iter().flat_map(move |v| {
+                let l = labels(v);
+                CLASSES
+                    .iter()
+                    .zip(&v.totals.classes)
+                    .map(move |(cl, sum)| (with(&l, "class", class_name(*cl)), c(f(sum))))
+                    .collect::<Vec<_>>()
+            })
+        };
+        family(
+            &mut enc,
+            "commitscope_fsyncs",
+            "fsync/fdatasync calls of the server, by file class",
+            None,
+            per_class(|x| x.syncs),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_fsync_duration",
+            "Time inside fsync/fdatasync, by file class (the kernel's log2 buckets)",
+            Some(&Unit::Seconds),
+            s.iter().flat_map(|v| {
+                let l = labels(v);
+                CLASSES
+                    .iter()
+                    .zip(&v.totals.classes)
+                    .map(move |(cl, sum)| {
+                        (
+                            with(&l, "class", class_name(*cl)),
+                            time_hist(&TimeHist {
+                                hist: sum.hist,
+                                sum_ns: sum.sync_ns,
+                            }),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            }),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_redo_flush_syncs",
+            "Redo fsync/fdatasync calls made inside the redo flush function (inside=\"true\") or elsewhere, e.g. checkpoint writes",
+            None,
+            s.iter().filter(|v| v.flush_timed).flat_map(|v| {
+                let l = labels(v);
+                let redo = v.totals.class(crate::fds::FileClass::Redo);
+                [
+                    (with(&l, "inside", "true"), c(redo.syncs_in_flush)),
+                    (
+                        with(&l, "inside", "false"),
+                        c(redo.syncs.saturating_sub(redo.syncs_in_flush)),
+                    ),
+                ]
+            }),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_writes",
+            "write/pwrite calls of the server, by file class",
+            None,
+            per_class(|x| x.writes),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_written",
+            "Bytes written by the server, by file class",
+            Some(&Unit::Bytes),
+            per_class(|x| x.write_bytes),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_flush_batch_size",
+            "Requests per redo flush: durable write requests (exact mode) or commits (server-layer mode) that arrived since the previous flush began",
+            None,
+            s.iter().map(|v| {
+                let t = &v.totals;
+                let buckets = (0..BATCH_BUCKETS)
+                    .map(|b| {
+                        let le = if b + 1 == BATCH_BUCKETS {
+                            f64::MAX
+                        } else {
+                            batch_upper(b) as f64
+                        };
+                        (le, t.batch[b])
+                    })
+                    .collect();
+                (
+                    labels(v),
+                    ConstHistogram {
+                        sum: t.batch_sum as f64,
+                        buckets,
+                    },
+                )
+            }),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_durable_writes",
+            "Durable write requests by group-commit role (--anatomy): leader = ran the redo flush itself, follower = rode on another's",
+            None,
+            s.iter().filter(|v| v.anatomy).flat_map(|v| {
+                let l = labels(v);
+                [
+                    (with(&l, "role", "leader"), c(v.totals.leaders.hist.count())),
+                    (
+                        with(&l, "role", "follower"),
+                        c(v.totals.followers.hist.count()),
+                    ),
+                ]
+            }),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_durable_write_wait",
+            "Time from a durable write request's entry to its return, by group-commit role (--anatomy)",
+            Some(&Unit::Seconds),
+            s.iter().filter(|v| v.anatomy).flat_map(|v| {
+                let l = labels(v);
+                [
+                    (with(&l, "role", "leader"), time_hist(&v.totals.leaders)),
+                    (with(&l, "role", "follower"), time_hist(&v.totals.followers)),
+                ]
+            }),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_lost_events",
+            "Events the kernel side could not record (fd or thread map full)",
+            None,
+            s.iter().map(|v| (labels(v), c(v.totals.lost))),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_attaches",
+            "Times the probes were attached to this server (a restart re-attaches)",
+            None,
+            s.iter().map(|v| (labels(v), c(v.attaches))),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_up",
+            "1 while the server's process runs and is probed, 0 after it went away (until --forget-after)",
+            None,
+            s.iter()
+                .map(|v| (labels(v), ConstGauge::new(i64::from(v.attached)))),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_probe",
+            "How the server is probed",
+            None,
+            s.iter().map(|v| {
+                let mut l = labels(v);
+                l.extend([
+                    ("mode", v.mode),
+                    ("symbol_source", v.symbol_source.as_str()),
+                    ("fsync_probe", v.fsync_probe.as_str()),
+                    ("binary", v.binary.as_str()),
+                ]);
+                (Vec::new(), Info(l))
+            }),
+        )?;
+        self.process.encode(&mut enc)
+    }
+}
+
+fn class_name(c: crate::fds::FileClass) -> &'static str {
+    use crate::fds::FileClass;
+    match c {
+        FileClass::Redo => "redo",
+        FileClass::Binlog => "binlog",
+        FileClass::Data => "data",
+        FileClass::Other => "other",
+    }
+}
+
+/// The exporter's own `process_*` metrics, as every Prometheus client
+/// library exports them, read from `/proc/self`.
+#[derive(Clone, Debug, Default)]
+pub struct ProcessStats {
+    pub cpu_seconds: f64,
+    pub resident_bytes: i64,
+    pub virtual_bytes: i64,
+    pub open_fds: i64,
+    pub max_fds: i64,
+    pub start_time_seconds: f64,
+}
+
+impl ProcessStats {
+    pub fn read() -> Self {
+        // SAFETY: sysconf has no preconditions.
+        let (hz, page) = unsafe {
+            (
+                libc::sysconf(libc::_SC_CLK_TCK).max(1) as f64,
+                libc::sysconf(libc::_SC_PAGESIZE).max(1) as i64,
+            )
+        };
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        let f: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, r)| r.split_whitespace().collect())
+            .unwrap_or_default();
+        let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        let boot = std::fs::read_to_string("/proc/stat")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("btime "))
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+            })
+            .unwrap_or(0.0);
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes into `lim`.
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+        // Fields after the comm: utime 11, stime 12, starttime 19,
+        // vsize 20, rss 21 (in pages).
+        ProcessStats {
+            cpu_seconds: (num(11) + num(12)) / hz,
+            resident_bytes: num(21) as i64 * page,
+            virtual_bytes: num(20) as i64,
+            open_fds: std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as i64),
+            max_fds: lim.rlim_cur as i64,
+            start_time_seconds: boot + num(19) / hz,
+        }
+    }
+
+    fn encode(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let none = Vec::new;
+        family(
+            enc,
+            "process_cpu",
+            "Total user and system CPU time spent",
+            Some(&Unit::Seconds),
+            [(none(), ConstCounter::new(self.cpu_seconds))],
+        )?;
+        for (name, help, v) in [
+            (
+                "process_resident_memory",
+                "Resident memory size",
+                self.resident_bytes,
+            ),
+            (
+                "process_virtual_memory",
+                "Virtual memory size",
+                self.virtual_bytes,
+            ),
+        ] {
+            family(
+                enc,
+                name,
+                help,
+                Some(&Unit::Bytes),
+                [(none(), ConstGauge::new(v))],
+            )?;
+        }
+        family(
+            enc,
+            "process_open_fds",
+            "Number of open file descriptors",
+            None,
+            [(none(), ConstGauge::new(self.open_fds))],
+        )?;
+        family(
+            enc,
+            "process_max_fds",
+            "Maximum number of open file descriptors",
+            None,
+            [(none(), ConstGauge::new(self.max_fds))],
+        )?;
+        family(
+            enc,
+            "process_start_time",
+            "Start time of the process since the epoch",
+            Some(&Unit::Seconds),
+            [(none(), ConstGauge::new(self.start_time_seconds))],
+        )
+    }
+}
+
+/// The OpenMetrics 1.0 text of `e`.
+pub fn openmetrics(e: Exposition) -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(e));
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
+    out
+}
+
+/// OpenMetrics text rewritten as text format 0.0.4: counters' metadata
+/// names carry `_total`, info metrics become gauges named `..._info`,
+/// `# UNIT` and `# EOF` are dropped (0.0.4 has neither).
+pub fn classic(openmetrics: &str) -> String {
+    let lines: Vec<&str> = openmetrics.lines().collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    // The type of the family whose HELP line is being read (its TYPE line
+    // follows it).
+    let type_of = |i: usize, name: &str| -> Option<String> {
+        lines[i..]
+            .iter()
+            .find_map(|l| {
+                l.strip_prefix("# TYPE ")?
+                    .strip_prefix(name)?
+                    .strip_prefix(' ')
+            })
+            .map(str::to_string)
+    };
+    for (i, line) in lines.iter().enumerate() {
+        if line.starts_with("# UNIT ") || *line == "# EOF" {
+            continue;
+        }
+        let meta = line
+            .strip_prefix("# HELP ")
+            .map(|r| ("HELP", r))
+            .or_else(|| line.strip_prefix("# TYPE ").map(|r| ("TYPE", r)));
+        let Some((kind, rest)) = meta else {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        };
+        let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+        let (name, tail) = match (kind, type_of(i, name).as_deref()) {
+            ("TYPE", Some("counter")) => (format!("{name}_total"), "counter".to_string()),
+            ("TYPE", Some("info")) => (format!("{name}_info"), "gauge".to_string()),
+            ("TYPE", Some("unknown")) => (name.to_string(), "untyped".to_string()),
+            ("HELP", Some("counter")) => (format!("{name}_total"), tail.to_string()),
+            ("HELP", Some("info")) => (format!("{name}_info"), tail.to_string()),
+            _ => (name.to_string(), tail.to_string()),
+        };
+        out.push_str(&format!("# {kind} {name} {tail}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(name: &str, mode: &'static str) -> ServerView {
+        let mut totals = Totals {
+            requests: 12,
+            durable: 10,
+            flushes: 4,
+            ..Default::default()
+        };
+        totals.classes[0].syncs = 4;
+        totals.classes[0].sync_ns = 4_000_000;
+        totals.classes[0].hist.0[19] = 4;
+        totals.batch[2] = 3;
+        totals.batch[4] = 1;
+        totals.batch_sum = 10;
+        ServerView {
+            name: name.into(),
+            version: "MariaDB 10.11.18".into(),
+            mode,
+            symbol_source: "symtab".into(),
+            fsync_probe: "tracepoint".into(),
+            binary: "/usr/sbin/mariadbd".into(),
+            flush_timed: true,
+            anatomy: false,
+            unknown_sites: false,
+            attaches: 1,
+            attached: true,
+            totals,
+        }
+    }
+
+    fn text() -> String {
+        openmetrics(Exposition {
+            servers: vec![view("/var/lib/mysql", "exact"), view("/d2", "server-layer")],
+            process: ProcessStats::read(),
+        })
+    }
+
+    /// Whether `t` has a sample of `name` carrying every label of `labels`
+    /// (in any order) with the value `value`.
+    fn has(t: &str, name: &str, labels: &[&str], value: &str) -> bool {
+        t.lines().any(|l| {
+            l.strip_prefix(name)
+                .and_then(|r| r.strip_prefix('{'))
+                .and_then(|r| r.rsplit_once("} "))
+                .is_some_and(|(ls, v)| {
+                    let ls: Vec<&str> = ls.split(',').collect();
+                    v == value && labels.iter().all(|x| ls.contains(x))
+                })
+        })
+    }
+
+    #[test]
+    fn openmetrics_has_the_counts_under_their_labels() {
+        let t = text();
+        let srv = r#"server="/var/lib/mysql""#;
+        let ver = r#"version="MariaDB 10.11.18""#;
+        let w = "commitscope_log_write_requests_total";
+        assert!(has(&t, w, &[srv, ver, r#"durable="true""#], "10"), "{t}");
+        assert!(has(&t, w, &[srv, r#"durable="false""#], "2"));
+        assert!(has(&t, "commitscope_redo_flushes_total", &[srv, ver], "4"));
+        assert!(has(
+            &t,
+            "commitscope_fsyncs_total",
+            &[srv, r#"class="redo""#],
+            "4"
+        ));
+        // 2^20 ns = 0.001048576 s: the four 2^19..2^20 ns syncs.
+        let d = "commitscope_fsync_duration_seconds";
+        let redo = r#"class="redo""#;
+        assert!(has(
+            &t,
+            &format!("{d}_bucket"),
+            &[srv, redo, r#"le="0.000524288""#],
+            "0"
+        ));
+        assert!(has(
+            &t,
+            &format!("{d}_bucket"),
+            &[srv, redo, r#"le="0.001048576""#],
+            "4"
+        ));
+        assert!(has(
+            &t,
+            &format!("{d}_bucket"),
+            &[srv, redo, r#"le="+Inf""#],
+            "4"
+        ));
+        assert!(has(&t, &format!("{d}_sum"), &[srv, redo], "0.004"));
+        let b = "commitscope_flush_batch_size";
+        assert!(
+            has(&t, &format!("{b}_bucket"), &[srv, r#"le="1.0""#], "0"),
+            "{t}"
+        );
+        assert!(has(&t, &format!("{b}_bucket"), &[srv, r#"le="2.0""#], "3"));
+        assert!(has(&t, &format!("{b}_bucket"), &[srv, r#"le="+Inf""#], "4"));
+        assert!(has(&t, &format!("{b}_sum"), &[srv], "10.0"));
+        let d2 = r#"server="/d2""#;
+        assert!(has(&t, "commitscope_server_commits_total", &[d2], "12"));
+        // Only exact mode has write requests; only fallback has commits.
+        assert!(!has(&t, w, &[d2, r#"durable="true""#], "10"));
+        assert!(!has(&t, "commitscope_server_commits_total", &[srv], "12"));
+        assert!(has(
+            &t,
+            "commitscope_probe_info",
+            &[d2, r#"mode="server-layer""#],
+            "1"
+        ));
+        assert!(t.contains("# TYPE process_cpu_seconds counter\n"));
+        assert!(t.lines().any(|l| l.starts_with("process_open_fds ")));
+        assert!(t.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn the_classic_format_names_counters_and_drops_openmetrics_only_lines() {
+        let t = classic(&text());
+        assert!(
+            t.contains("# TYPE commitscope_redo_flushes_total counter\n"),
+            "{t}"
+        );
+        assert!(t.contains("# HELP commitscope_redo_flushes_total Redo log flushes"));
+        assert!(t.contains("# TYPE commitscope_probe_info gauge\n"));
+        assert!(t.contains("# TYPE commitscope_fsync_duration_seconds histogram\n"));
+        assert!(t.contains("# TYPE process_cpu_seconds_total counter\n"));
+        assert!(!t.contains("# UNIT"));
+        assert!(!t.contains("# EOF"));
+    }
+}

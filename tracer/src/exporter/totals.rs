@@ -1,0 +1,201 @@
+//! A server's counts since the exporter first saw it: each read of the
+//! maps adds its delta over the previous read of the same attachment, so
+//! a re-attach (new maps, counting from zero) continues the totals and a
+//! Prometheus counter never goes down.
+use crate::{
+    fds::{FdTable, FileClass},
+    probes::Snapshot,
+    sample::{by_class, Columns, LogHist},
+};
+use tracer_ebpf::{Counter, HistKind, BATCH_BUCKETS, HIST_BUCKETS};
+
+/// The file classes, in the order of [`Totals::classes`].
+pub const CLASSES: [FileClass; 4] = [
+    FileClass::Redo,
+    FileClass::Binlog,
+    FileClass::Data,
+    FileClass::Other,
+];
+
+/// Syncs and writes of one file class.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ClassSum {
+    pub syncs: u64,
+    pub sync_ns: u64,
+    pub syncs_in_flush: u64,
+    pub writes: u64,
+    pub write_bytes: u64,
+    pub hist: LogHist,
+}
+
+/// A log2-ns histogram with its exact sum.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TimeHist {
+    pub hist: LogHist,
+    pub sum_ns: u64,
+}
+
+/// Cumulative counts of one server (over all its attachments).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Totals {
+    /// Write-probe hits: `log_write_up_to` calls (exact), or server-layer
+    /// commits (fallback).
+    pub requests: u64,
+    /// The durable part (exact mode).
+    pub durable: u64,
+    /// Hits at inlined copies whose durability cannot be read.
+    pub unknown: u64,
+    /// Redo flushes: flush-function hits, else redo fsyncs.
+    pub flushes: u64,
+    pub classes: [ClassSum; 4],
+    pub lost: u64,
+    /// Flushes per batch-size bucket, and the sizes' sum.
+    pub batch: [u64; BATCH_BUCKETS],
+    pub batch_sum: u64,
+    pub leaders: TimeHist,
+    pub followers: TimeHist,
+}
+
+impl Default for Totals {
+    fn default() -> Self {
+        Totals {
+            requests: 0,
+            durable: 0,
+            unknown: 0,
+            flushes: 0,
+            classes: [ClassSum::default(); 4],
+            lost: 0,
+            batch: [0; BATCH_BUCKETS],
+            batch_sum: 0,
+            leaders: TimeHist::default(),
+            followers: TimeHist::default(),
+        }
+    }
+}
+
+impl Totals {
+    /// Adds what happened between two reads of one attachment's maps.
+    pub fn absorb(&mut self, prev: &Snapshot, cur: &Snapshot, fds: &FdTable, cols: &Columns) {
+        let d = |c: Counter| cur.counter(c).saturating_sub(prev.counter(c));
+        let ds = |s| cur.source(s).saturating_sub(prev.source(s));
+        let dh =
+            |k: HistKind| LogHist(cur.hists[k as usize]).since(&LogHist(prev.hists[k as usize]));
+        self.requests += ds(cols.requests);
+        if let Some(s) = cols.durable {
+            self.durable += ds(s);
+        }
+        if cols.unknown_sites {
+            self.unknown += d(Counter::WriteUnknown);
+        }
+        for (sum, class) in self.classes.iter_mut().zip(CLASSES) {
+            let t = by_class(prev, cur, fds, class);
+            sum.syncs += t.syncs;
+            sum.sync_ns += t.sync_ns;
+            sum.syncs_in_flush += t.syncs_in_flush;
+            sum.writes += t.writes;
+            sum.write_bytes += t.write_bytes;
+            sum.hist.add(&t.hist);
+        }
+        self.flushes += if cols.has_flush_fn {
+            d(Counter::FlushCalls)
+        } else {
+            by_class(prev, cur, fds, FileClass::Redo).syncs
+        };
+        self.lost += d(Counter::SyncLost) + d(Counter::TimingLost) + d(Counter::WriteLost);
+        for (i, b) in self.batch.iter_mut().enumerate() {
+            *b += cur.batch[i].saturating_sub(prev.batch[i]);
+        }
+        self.batch_sum += d(Counter::BatchSum);
+        if cols.anatomy {
+            self.leaders.hist.add(&dh(HistKind::LeaderWait));
+            self.leaders.sum_ns += d(Counter::LeaderWaitNs);
+            self.followers.hist.add(&dh(HistKind::FollowerWait));
+            self.followers.sum_ns += d(Counter::FollowerWaitNs);
+        }
+    }
+
+    pub fn class(&self, c: FileClass) -> &ClassSum {
+        &self.classes[CLASSES.iter().position(|x| *x == c).unwrap_or(3)]
+    }
+}
+
+/// The upper bound, in seconds, of log2-ns bucket `i` (the last one is
+/// open: +Inf), as a Prometheus `le`.
+pub fn le_seconds(i: usize) -> f64 {
+    if i + 1 >= HIST_BUCKETS {
+        f64::MAX
+    } else {
+        (1u64 << (i + 1)) as f64 / 1e9
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probes::{profiles::Source, FdTotals};
+
+    fn cols(has_flush_fn: bool) -> Columns {
+        Columns {
+            requests: Source::AllCalls,
+            durable: Some(Source::PredA),
+            has_flush_fn,
+            flush_timed: has_flush_fn,
+            unknown_sites: false,
+            anatomy: true,
+        }
+    }
+
+    fn snap(calls: u64, durable: u64, flushes: u64, redo_syncs: u64) -> Snapshot {
+        let mut s = Snapshot::default();
+        s.counters[Counter::WriteCalls as usize] = calls;
+        s.counters[Counter::WritePredA as usize] = durable;
+        s.counters[Counter::FlushCalls as usize] = flushes;
+        s.counters[Counter::Followers as usize] = durable;
+        s.counters[Counter::FollowerWaitNs as usize] = durable * 1000;
+        s.hists[HistKind::FollowerWait as usize][9] = durable;
+        s.fds.insert(
+            3,
+            FdTotals {
+                syncs: redo_syncs,
+                sync_ns: redo_syncs * 500,
+                ..Default::default()
+            },
+        );
+        s
+    }
+
+    #[test]
+    fn a_reattach_continues_the_totals() {
+        let fds = FdTable::new(u32::MAX);
+        let mut t = Totals::default();
+        // First attachment: 0 -> 10 -> 25 calls.
+        t.absorb(&Snapshot::default(), &snap(10, 8, 4, 4), &fds, &cols(true));
+        t.absorb(&snap(10, 8, 4, 4), &snap(25, 20, 9, 9), &fds, &cols(true));
+        // Re-attached: the new maps start from zero again.
+        t.absorb(&Snapshot::default(), &snap(5, 5, 2, 2), &fds, &cols(true));
+        assert_eq!(t.requests, 30);
+        assert_eq!(t.durable, 25);
+        assert_eq!(t.flushes, 11);
+        assert_eq!(t.followers.sum_ns, 25_000);
+        assert_eq!(t.followers.hist.count(), 25);
+        // fd 3 is unnamed here: "other".
+        assert_eq!(t.class(FileClass::Other).syncs, 11);
+        assert_eq!(t.class(FileClass::Other).sync_ns, 5500);
+    }
+
+    #[test]
+    fn without_a_flush_function_flushes_are_redo_syncs() {
+        let fds = FdTable::new(u32::MAX);
+        let mut t = Totals::default();
+        t.absorb(&Snapshot::default(), &snap(10, 8, 0, 3), &fds, &cols(false));
+        // fd 3 is not a redo file here, so no redo sync is counted.
+        assert_eq!(t.flushes, 0);
+    }
+
+    #[test]
+    fn bucket_bounds_are_seconds_and_the_last_is_open() {
+        assert_eq!(le_seconds(0), 2e-9);
+        assert_eq!(le_seconds(9), 1024e-9);
+        assert_eq!(le_seconds(HIST_BUCKETS - 1), f64::MAX);
+    }
+}

@@ -1,0 +1,145 @@
+//! Running `commitscope exporter` in a test and reading what it serves
+//! (shared by the exporter and Prometheus tests).
+#![allow(dead_code)]
+
+use std::{
+    io::{Read, Write},
+    net::TcpStream,
+    process::{Child, Stdio},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+use crate::common::*;
+
+/// A loopback port nobody listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A running `commitscope exporter`, its stderr lines collected.
+pub struct Exporter {
+    pub child: Child,
+    pub stderr: mpsc::Receiver<String>,
+    pub lines: Vec<String>,
+    pub port: u16,
+}
+
+impl Exporter {
+    pub fn start(args: &[&str]) -> Exporter {
+        let port = free_port();
+        let mut child = commitscope()
+            .arg("exporter")
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn the exporter");
+        let stderr = lines_of(child.stderr.take().unwrap());
+        Exporter {
+            child,
+            stderr,
+            lines: Vec::new(),
+            port,
+        }
+    }
+
+    /// Waits until a stderr line contains `marker` (panics after `limit`,
+    /// showing what it said).
+    pub fn wait_for(&mut self, marker: &str, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.stderr.recv_timeout(left) {
+                Ok(l) => {
+                    self.lines.push(l.clone());
+                    if l.contains(marker) {
+                        return l;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        panic!(
+            "no {marker:?} from the exporter within {limit:?}: {:#?}",
+            self.lines
+        );
+    }
+
+    /// `GET path` with `accept`; (status line, headers+body).
+    pub fn get(&self, path: &str, accept: &str) -> (String, String) {
+        http_get(self.port, path, accept, None)
+    }
+
+    /// The classic-text exposition.
+    pub fn metrics(&self) -> String {
+        let (status, body) = self.get("/metrics", "text/plain");
+        assert!(status.contains("200"), "{status} {body}");
+        body
+    }
+
+    /// Signals it and returns its exit code and everything it said.
+    pub fn stop(mut self, signal: i32) -> (Option<i32>, Vec<String>) {
+        // SAFETY: signalling our own child by pid.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let code = loop {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                break st.code();
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("the exporter did not exit within 30 s of signal {signal}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        self.lines.extend(rest_of(&self.stderr));
+        (code, std::mem::take(&mut self.lines))
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A minimal HTTP/1.0 GET (no chunked replies to decode): (status line, the rest).
+pub fn http_get(port: u16, path: &str, accept: &str, auth: Option<&str>) -> (String, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to the exporter");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let auth = auth
+        .map(|a| format!("Authorization: {a}\r\n"))
+        .unwrap_or_default();
+    write!(
+        s,
+        "GET {path} HTTP/1.0\r\nHost: localhost\r\nAccept: {accept}\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read the response");
+    let (status, rest) = text.split_once("\r\n").unwrap_or((&text, ""));
+    (status.to_string(), rest.to_string())
+}
+
+/// The value of the sample `name{...}` whose labels include all of
+/// `labels` (e.g. `server="/x"`), in a classic or OpenMetrics text.
+pub fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix(name)?;
+        let (ls, v) = match rest.strip_prefix('{') {
+            Some(r) => r.rsplit_once("} ")?,
+            None => ("", rest.strip_prefix(' ')?),
+        };
+        let ls: Vec<&str> = ls.split(',').collect();
+        labels
+            .iter()
+            .all(|x| ls.contains(x))
+            .then(|| v.trim().parse().ok())?
+    })
+}

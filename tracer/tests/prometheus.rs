@@ -1,0 +1,271 @@
+//! The exporter in a real Prometheus (Debian's `prometheus`, started here
+//! on loopback with a 1 s scrape interval and the shipped recording
+//! rules) beside Debian's `prometheus-mysqld-exporter`, on one Debian
+//! server under the main command's `update` workload.
+mod common;
+
+use std::{
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant, SystemTime},
+};
+
+use common::*;
+use serde_json::Value;
+
+mod exporter_kit;
+use exporter_kit::{free_port, http_get, Exporter};
+
+/// A child killed when the test ends, however it ends.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// An instant query at `at` (seconds since the epoch): the result vector.
+fn query(port: u16, q: &str, at: f64) -> Vec<Value> {
+    let path = format!("/api/v1/query?query={}&time={at:.3}", encode(q));
+    let (status, rest) = http_get(port, &path, "application/json", None);
+    let body = rest.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    assert!(status.contains("200"), "{q}: {status} {body}");
+    let v: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{q}: {e}: {body}"));
+    v["data"]["result"].as_array().cloned().unwrap_or_default()
+}
+
+/// The single value of `q` at `at`.
+fn scalar(port: u16, q: &str, at: f64) -> f64 {
+    let r = query(port, q, at);
+    assert_eq!(r.len(), 1, "{q} at {at}: {r:?}");
+    r[0]["value"][1].as_str().unwrap().parse().unwrap()
+}
+
+fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+fn wait_http(port: u16, path: &str, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+            && http_get(port, path, "*/*", None).0.contains("200")
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("{what} did not answer on port {port} within 60 s");
+}
+
+#[test]
+fn prometheus_scrapes_figures_that_agree_with_the_server_and_the_main_command() {
+    if needs_root() {
+        return;
+    }
+    for tool in ["prometheus", "promtool", "prometheus-mysqld-exporter"] {
+        if !has_tool(tool) {
+            testkit::skip(&format!("no {tool}: run `cargo xtask setup` (installs prometheus, prometheus-mysqld-exporter)"));
+            return;
+        }
+    }
+    let rules = testkit::workspace_root().join("contrib/prometheus/commitscope.rules.yml");
+    let (out, _) = run_ok(
+        Command::new("promtool")
+            .arg("check")
+            .arg("rules")
+            .arg(&rules),
+    );
+    assert!(out.contains("SUCCESS"), "{out}");
+
+    let Some(server) = system_server(&[]) else {
+        return;
+    };
+    let sock = server.socket.display().to_string();
+    let mut e = Exporter::start(&["-S", &sock, "--rescan", "1"]);
+    e.wait_for(
+        &format!("attached pid {}", server.pid()),
+        Duration::from_secs(60),
+    );
+
+    let myport = free_port();
+    let _mysqld_exporter = Reaped(
+        Command::new("prometheus-mysqld-exporter")
+            .env("DATA_SOURCE_NAME", format!("root@unix({sock})/"))
+            .arg(format!("--web.listen-address=127.0.0.1:{myport}"))
+            .arg("--config.my-cnf=/dev/null")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start prometheus-mysqld-exporter"),
+    );
+    wait_http(myport, "/metrics", "prometheus-mysqld-exporter");
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nscrape_configs:\n  - job_name: commitscope\n    static_configs:\n      - targets: ['127.0.0.1:{}']\n  - job_name: mysqld\n    static_configs:\n      - targets: ['127.0.0.1:{myport}']\n",
+            rules.display(),
+            e.port
+        ),
+    )
+    .unwrap();
+    let pport = free_port();
+    let _prometheus = Reaped(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start prometheus"),
+    );
+    wait_http(pport, "/-/ready", "prometheus");
+    // Two scrapes of each target before the workload: the baseline.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while query(
+        pport,
+        "count_over_time(commitscope_redo_flushes_total[1m]) >= 2",
+        now(),
+    )
+    .is_empty()
+        || query(
+            pport,
+            "count_over_time(mysql_global_status_innodb_data_fsyncs[1m]) >= 2",
+            now(),
+        )
+        .is_empty()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus has no two scrapes of both targets after 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+
+    let started = now();
+    let out = commitscope()
+        .args(server.client_flags())
+        .args([
+            "--threads",
+            "8",
+            "--duration",
+            "25",
+            "--warmup",
+            "0",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let ended = now();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let summary = lines
+        .iter()
+        .find(|v| v["type"] == "summary")
+        .expect("a summary");
+    let main_cpf = summary["commits_per_flush"]
+        .as_f64()
+        .expect("commits_per_flush");
+    // Let the last scrapes and rule evaluations in.
+    std::thread::sleep(Duration::from_secs(3));
+
+    // fsyncs: redo + data from the probes vs the server's own counter,
+    // over a 15 s window inside the workload.
+    let mid = started + 20.0;
+    let ours = scalar(
+        pport,
+        "sum(increase(commitscope_fsyncs_total{class=~\"redo|data\"}[15s]))",
+        mid,
+    );
+    let theirs = scalar(
+        pport,
+        "sum(increase(mysql_global_status_innodb_data_fsyncs[15s]))",
+        mid,
+    );
+    let ctx = format!("window {started:.1}..{ended:.1}, main command summary {summary}");
+    assert!(theirs > 100.0, "{theirs}: {ctx}");
+    let off = (ours - theirs).abs() / theirs;
+    eprintln!(
+        "fsyncs over 15 s: ours {ours:.1}, Innodb_data_fsyncs {theirs:.1} ({:+.2} %)",
+        (ours - theirs) / theirs * 100.0
+    );
+    assert!(
+        off <= 0.02,
+        "fsyncs: ours {ours} vs Innodb_data_fsyncs {theirs} ({:.2} %): {ctx}",
+        off * 100.0
+    );
+
+    // Commits per flush from the recording rules (their 1 m window holds
+    // the whole run) vs the main command's own figure.
+    let at = ended + 2.0;
+    for rule in [
+        "commitscope:group_commit_ratio:rate1m",
+        "commitscope:commits_per_flush:rate1m",
+    ] {
+        let v = scalar(pport, rule, at);
+        let off = (v - main_cpf).abs() / main_cpf;
+        eprintln!(
+            "{rule}: {v:.3}, the main command's commits per flush {main_cpf:.3} ({:+.2} %)",
+            (v - main_cpf) / main_cpf * 100.0
+        );
+        assert!(
+            off <= 0.02,
+            "{rule} {v} vs the main command's {main_cpf} ({:.2} %): {ctx}",
+            off * 100.0
+        );
+    }
+
+    // Every expression of the dashboard has data.
+    let dash: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            testkit::workspace_root().join("contrib/grafana/commitscope.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let exprs: Vec<String> = dash["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["expr"].as_str().map(|s| s.replace("$server", ".*")))
+        .collect();
+    assert!(exprs.len() >= 6, "{exprs:?}");
+    for q in exprs {
+        assert!(
+            !query(pport, &q, mid).is_empty(),
+            "dashboard query {q} is empty"
+        );
+    }
+    let (code, said) = e.stop(libc::SIGTERM);
+    assert_eq!(code, Some(0), "{said:#?}");
+}
