@@ -220,6 +220,7 @@ pub mod programs {
     pub const SYNC_EXIT_TP: &str = "sync_exit_tp";
     pub const SYNC_ENTER_KPROBE: &str = "sync_enter_kprobe";
     pub const SYNC_EXIT_KPROBE: &str = "sync_exit_kprobe";
+    pub const SYNC_ENTER_SYS_KPROBE: &str = "sync_enter_sys_kprobe";
     pub const WRITE_SYSCALL_TP: &str = "write_syscall_tp";
 }
 

@@ -496,6 +496,27 @@ pub fn sync_enter_kprobe(ctx: ProbeContext) -> u32 {
     0
 }
 
+/// kprobe on the syscall wrappers `__x64_sys_fsync`/`__x64_sys_fdatasync`,
+/// for kernels where `do_fsync` is inlined (Debian 12's 6.1): their one
+/// argument is the saved user registers, and the fd is the caller's RDI.
+#[kprobe]
+pub fn sync_enter_sys_kprobe(ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let regs: u64 = ctx.arg::<u64>(0).unwrap_or(0);
+    let fd = if regs == 0 {
+        u64::MAX
+    } else {
+        // RDI in the saved `struct pt_regs` (see ARG_OFFSETS).
+        unsafe {
+            bpf_probe_read_kernel((regs as *const u8).wrapping_add(ARG_OFFSETS[0]) as *const u64)
+        }
+        .unwrap_or(u64::MAX)
+            & 0xffff_ffff
+    };
+    sync_enter(id, fd);
+    0
+}
+
 #[kretprobe]
 pub fn sync_exit_kprobe(ctx: RetProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };

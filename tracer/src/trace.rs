@@ -85,6 +85,7 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
             .map(|f| profiles::short_name(&f.symbol))
             .unwrap_or_else(|| "redo fsync/fdatasync (kernel)".into()),
         fsync_probe: probes.kernel.used.to_string(),
+        fsync_function: probes.kernel.kprobe_functions.clone(),
         fallback: plan.fallback_line(),
         anatomy: probes.anatomy.then(|| anatomy_meaning(plan)),
     }
@@ -144,7 +145,12 @@ pub fn verbose_report(probes: &Probes) {
             );
         }
         None => {
-            let _ = writeln!(e, "commitscope: fsync: {} probes", k.used);
+            let at = k
+                .kprobe_functions
+                .as_deref()
+                .map(|f| format!(" on {f}"))
+                .unwrap_or_default();
+            let _ = writeln!(e, "commitscope: fsync: {} probes{at}", k.used);
         }
     }
     let _ = writeln!(

@@ -8,6 +8,7 @@ mod fuzz;
 mod setup;
 mod soak;
 mod util;
+mod vm;
 
 use clap::{Parser, Subcommand};
 
@@ -53,6 +54,16 @@ enum Cmd {
         #[arg(long, default_value_t = 100)]
         threads: u32,
     },
+    /// The probes on real Debian kernels under qemu (TCG): exact counts per
+    /// kernel x fsync probe, and which kernel function the kprobes used.
+    VmTest {
+        /// Kernel packages (meta-packages are resolved).
+        #[arg(long, value_delimiter = ',', default_values_t = vm::DEFAULT_KERNELS.iter().map(|s| s.to_string()))]
+        kernels: Vec<String>,
+        /// The commitscope binary to test (default: a release build).
+        #[arg(long)]
+        binary: Option<std::path::PathBuf>,
+    },
     /// Benchmarks that print ratios against a peer measured in the same run.
     Bench {
         #[command(subcommand)]
@@ -72,6 +83,7 @@ fn main() {
         Cmd::Run { args } => run(&args),
         Cmd::Fuzz { seconds, targets } => setup::run().and_then(|_| fuzz::run(seconds, &targets)),
         Cmd::Soak { minutes, threads } => setup::run().and_then(|_| soak::run(minutes, threads)),
+        Cmd::VmTest { kernels, binary } => setup::run().and_then(|_| vm::run(&kernels, binary)),
         Cmd::Bench { which } => setup::run().and_then(|_| bench::run(which)),
     };
     if let Err(e) = r {
@@ -119,7 +131,14 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     if !args.iter().any(|x| x == "--") {
         a.extend(["--", "--test-threads=2"]);
     }
-    util::cargo(&a)
+    util::cargo(&a)?;
+    // The kernel matrix (issue 18) with the debug binary the tests built:
+    // Debian's kernels under qemu, exact counts per fsync probe.
+    let kernels: Vec<String> = vm::DEFAULT_KERNELS.iter().map(|s| s.to_string()).collect();
+    vm::run(
+        &kernels,
+        Some(util::root().join("target/debug/commitscope")),
+    )
 }
 
 fn run(args: &[String]) -> anyhow::Result<()> {

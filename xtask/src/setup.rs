@@ -33,6 +33,11 @@ const APT: &[&str] = &[
     "prometheus-mysqld-exporter",
     "openssl",
     "curl",
+    // `cargo xtask vm-test` (issue 18): Debian's kernels booted under
+    // qemu TCG with a busybox initramfs.
+    "qemu-system-x86",
+    "busybox-static",
+    "cpio",
 ];
 
 /// cargo-fuzz release used by `cargo xtask fuzz` (and CI).

@@ -44,6 +44,9 @@ const WRITE_TRACEPOINTS: &[&str] = &["write", "pwrite64", "pwritev", "pwritev2"]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelAttach {
     pub used: FsyncProbe,
+    /// The kernel functions the kprobes sit on (`do_fsync`, or the syscall
+    /// wrappers where it is inlined); None with tracepoints.
+    pub kprobe_functions: Option<String>,
     /// Why kprobes were not used, when `auto` fell back.
     pub fallback_reason: Option<String>,
     pub write_tracepoints: Vec<String>,
@@ -70,17 +73,72 @@ pub fn ensure_tracefs() -> Result<()> {
     }
 }
 
-fn attach_kprobes(ebpf: &mut Ebpf) -> std::result::Result<(), String> {
-    for name in [prog::SYNC_ENTER_KPROBE, prog::SYNC_EXIT_KPROBE] {
-        let p: &mut KProbe = ebpf
-            .program_mut(name)
-            .ok_or_else(|| format!("program {name} missing from the object"))?
-            .try_into()
-            .map_err(|e| format!("{e}"))?;
+/// The kernel functions a kprobe may count syncs at, best first: the
+/// common path of both syscalls with the fd as first argument, else the
+/// syscall wrappers (the fd in the saved user registers) where `do_fsync`
+/// is inlined, as on Debian 12's 6.1.
+const KPROBE_TARGETS: &[(&str, &[&str])] = &[
+    (prog::SYNC_ENTER_KPROBE, &[SYNC_KFUNC]),
+    (
+        prog::SYNC_ENTER_SYS_KPROBE,
+        &["__x64_sys_fsync", "__x64_sys_fdatasync"],
+    ),
+];
+
+fn kprobe<'a>(ebpf: &'a mut Ebpf, name: &str) -> std::result::Result<&'a mut KProbe, String> {
+    let p: &mut KProbe = ebpf
+        .program_mut(name)
+        .ok_or_else(|| format!("program {name} missing from the object"))?
+        .try_into()
+        .map_err(|e| format!("{e}"))?;
+    if p.fd().is_err() {
         p.load().map_err(|e| format!("{e}"))?;
-        p.attach(SYNC_KFUNC, 0).map_err(|e| format!("{e}"))?;
     }
-    Ok(())
+    Ok(p)
+}
+
+/// Attaches entry and return probes at every function of one target;
+/// on a refusal, detaches what it attached and says why.
+fn attach_kprobe_target(
+    ebpf: &mut Ebpf,
+    enter: &str,
+    functions: &[&str],
+) -> std::result::Result<(), String> {
+    let mut done = Vec::new();
+    let mut result = Ok(());
+    'all: for f in functions {
+        for name in [enter, prog::SYNC_EXIT_KPROBE] {
+            match kprobe(ebpf, name).and_then(|p| p.attach(*f, 0).map_err(|e| format!("{f}: {e}")))
+            {
+                Ok(link) => done.push((name, link)),
+                Err(e) => {
+                    result = Err(e);
+                    break 'all;
+                }
+            }
+        }
+    }
+    if result.is_err() {
+        for (name, link) in done {
+            if let Ok(p) = kprobe(ebpf, name) {
+                let _ = p.detach(link);
+            }
+        }
+    }
+    result
+}
+
+/// Attaches the first kprobe target the kernel accepts; returns the
+/// functions it probes, or every refusal.
+fn attach_kprobes(ebpf: &mut Ebpf) -> std::result::Result<String, String> {
+    let mut refused = Vec::new();
+    for (enter, functions) in KPROBE_TARGETS {
+        match attach_kprobe_target(ebpf, enter, functions) {
+            Ok(()) => return Ok(functions.join(", ")),
+            Err(e) => refused.push(e),
+        }
+    }
+    Err(refused.join("; "))
 }
 
 fn tracepoint<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut TracePoint> {
@@ -113,17 +171,26 @@ fn attach_tracepoints(ebpf: &mut Ebpf, prog_name: &str, exit: bool) -> Result<()
 /// tracepoints.
 pub fn attach(ebpf: &mut Ebpf, choice: FsyncProbe) -> Result<KernelAttach> {
     let mut fallback_reason = None;
+    let mut kprobe_functions = None;
     let used = match choice {
         FsyncProbe::Tracepoint => FsyncProbe::Tracepoint,
         FsyncProbe::Kprobe => {
-            attach_kprobes(ebpf).map_err(|detail| Error::KprobeUnavailable {
-                function: SYNC_KFUNC.into(),
+            let f = attach_kprobes(ebpf).map_err(|detail| Error::KprobeUnavailable {
+                function: KPROBE_TARGETS
+                    .iter()
+                    .flat_map(|(_, f)| f.iter().copied())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 detail,
             })?;
+            kprobe_functions = Some(f);
             FsyncProbe::Kprobe
         }
         FsyncProbe::Auto => match attach_kprobes(ebpf) {
-            Ok(()) => FsyncProbe::Kprobe,
+            Ok(f) => {
+                kprobe_functions = Some(f);
+                FsyncProbe::Kprobe
+            }
             Err(why) => {
                 fallback_reason = Some(why);
                 FsyncProbe::Tracepoint
@@ -147,6 +214,7 @@ pub fn attach(ebpf: &mut Ebpf, choice: FsyncProbe) -> Result<KernelAttach> {
     }
     Ok(KernelAttach {
         used,
+        kprobe_functions,
         fallback_reason,
         write_tracepoints,
     })

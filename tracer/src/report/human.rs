@@ -365,6 +365,7 @@ mod tests {
             durable_source: None,
             n_flush_source: "redo fsync/fdatasync (kernel)".into(),
             fsync_probe: "tracepoint".into(),
+            fsync_function: None,
             fallback: fallback.then(|| "log_write_up_to not found".into()),
             anatomy: None,
         }

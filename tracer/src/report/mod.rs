@@ -69,6 +69,10 @@ pub struct Legend {
     /// Function counted in `n_flush`, or "redo fsync (kernel)".
     pub n_flush_source: String,
     pub fsync_probe: String,
+    /// The kernel functions the fsync kprobes sit on (`do_fsync`, or the
+    /// syscall wrappers where it is inlined); absent with tracepoints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fsync_function: Option<String>,
     /// Set when n_write is the server-layer fallback.
     pub fallback: Option<String>,
     /// What leaders and followers mean on this server; None when they are
