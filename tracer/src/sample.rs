@@ -144,6 +144,18 @@ pub struct ClassTotals {
     pub hist: LogHist,
 }
 
+impl ClassTotals {
+    /// Adds another interval's activity (the exporter's running totals).
+    pub fn add(&mut self, o: &ClassTotals) {
+        self.syncs += o.syncs;
+        self.sync_ns += o.sync_ns;
+        self.syncs_in_flush += o.syncs_in_flush;
+        self.writes += o.writes;
+        self.write_bytes += o.write_bytes;
+        self.hist.add(&o.hist);
+    }
+}
+
 /// One interval (or the whole run, for the summary).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Interval {

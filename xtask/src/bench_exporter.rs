@@ -14,7 +14,8 @@ use std::{
 
 use anyhow::{bail, Context};
 
-use crate::util::{free_port, scrape, start_exporter};
+use crate::util::{scrape, start_exporter};
+use testkit::{free_port, rss_kib};
 
 /// The probes of one traced window: `commitscope trace`, or the exporter
 /// with a scraper hitting it every second (as Prometheus would).
@@ -34,7 +35,7 @@ impl Scraped {
 
     /// The exporter attached to `pid`, scraped every second.
     pub fn start(cs: &Path, pid: u32) -> anyhow::Result<Self> {
-        let port = free_port()?;
+        let port = free_port();
         let child = start_exporter(cs, port, &["--pid".into(), pid.to_string()], &[pid])?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -81,17 +82,6 @@ impl Scraped {
     }
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 /// p50 and p99 (ms) of `n` back-to-back scrapes of `port`.
 fn latencies(port: u16, n: u32) -> anyhow::Result<(f64, f64, usize)> {
     let mut v = Vec::with_capacity(n as usize);
@@ -131,13 +121,13 @@ pub fn scrape_cost(cs: &Path, servers: u32, scrapes: u32, minutes: u32) -> anyho
         started.push(s);
     }
     let pids: Vec<u32> = started.iter().map(testkit::Server::pid).collect();
-    let port = free_port()?;
+    let port = free_port();
     let args: Vec<String> = pids
         .iter()
         .flat_map(|p| ["--pid".to_string(), p.to_string()])
         .collect();
     let mut exporter = start_exporter(cs, port, &args, &pids)?;
-    let peer_port = free_port()?;
+    let peer_port = free_port();
     let mut peer = Command::new("prometheus-mysqld-exporter")
         .env(
             "DATA_SOURCE_NAME",

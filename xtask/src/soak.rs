@@ -15,6 +15,7 @@ use std::{
 use anyhow::{bail, Context};
 
 use crate::util::{cargo, root};
+use testkit::rss_kib;
 
 /// What one minute came to.
 struct Minute {
@@ -34,17 +35,6 @@ fn pct(ours: u64, server: u64) -> f64 {
         return if ours == 0 { 0.0 } else { 100.0 };
     }
     (ours as f64 - server as f64) / server as f64 * 100.0
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 fn fds(pid: u32) -> usize {

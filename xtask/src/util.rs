@@ -147,10 +147,3 @@ pub fn scrape(port: u16) -> usize {
         0
     }
 }
-
-/// A loopback port nobody listens on now.
-pub fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}

@@ -170,7 +170,7 @@ impl Collector for Exposition {
             None,
             s.iter().map(|v| (labels(v), c(v.totals.flushes))),
         )?;
-        let per_class = |f: fn(&super::totals::ClassSum) -> u64| {
+        let per_class = |f: fn(&crate::sample::ClassTotals) -> u64| {
             s.iter().flat_map(move |v| {
                 let l = labels(v);
                 CLASSES

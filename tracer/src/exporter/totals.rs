@@ -5,7 +5,7 @@
 use crate::{
     fds::{FdTable, FileClass},
     probes::Snapshot,
-    sample::{by_class, Columns, LogHist},
+    sample::{by_class, ClassTotals, Columns, LogHist},
 };
 use tracer_ebpf::{Counter, HistKind, BATCH_BUCKETS, HIST_BUCKETS};
 
@@ -16,17 +16,6 @@ pub const CLASSES: [FileClass; 4] = [
     FileClass::Data,
     FileClass::Other,
 ];
-
-/// Syncs and writes of one file class.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct ClassSum {
-    pub syncs: u64,
-    pub sync_ns: u64,
-    pub syncs_in_flush: u64,
-    pub writes: u64,
-    pub write_bytes: u64,
-    pub hist: LogHist,
-}
 
 /// A log2-ns histogram with its exact sum.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -47,7 +36,7 @@ pub struct Totals {
     pub unknown: u64,
     /// Redo flushes: flush-function hits, else redo fsyncs.
     pub flushes: u64,
-    pub classes: [ClassSum; 4],
+    pub classes: [ClassTotals; 4],
     pub lost: u64,
     /// Flushes per batch-size bucket, and the sizes' sum.
     pub batch: [u64; BATCH_BUCKETS],
@@ -63,7 +52,7 @@ impl Default for Totals {
             durable: 0,
             unknown: 0,
             flushes: 0,
-            classes: [ClassSum::default(); 4],
+            classes: [ClassTotals::default(); 4],
             lost: 0,
             batch: [0; BATCH_BUCKETS],
             batch_sum: 0,
@@ -88,13 +77,7 @@ impl Totals {
             self.unknown += d(Counter::WriteUnknown);
         }
         for (sum, class) in self.classes.iter_mut().zip(CLASSES) {
-            let t = by_class(prev, cur, fds, class);
-            sum.syncs += t.syncs;
-            sum.sync_ns += t.sync_ns;
-            sum.syncs_in_flush += t.syncs_in_flush;
-            sum.writes += t.writes;
-            sum.write_bytes += t.write_bytes;
-            sum.hist.add(&t.hist);
+            sum.add(&by_class(prev, cur, fds, class));
         }
         self.flushes += if cols.has_flush_fn {
             d(Counter::FlushCalls)
@@ -114,7 +97,7 @@ impl Totals {
         }
     }
 
-    pub fn class(&self, c: FileClass) -> &ClassSum {
+    pub fn class(&self, c: FileClass) -> &ClassTotals {
         &self.classes[CLASSES.iter().position(|x| *x == c).unwrap_or(3)]
     }
 }

@@ -11,14 +11,7 @@ use std::{
 };
 
 use crate::common::*;
-
-/// A loopback port nobody listens on now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
+pub use testkit::free_port;
 
 /// A running `commitscope exporter`, its stderr lines collected.
 pub struct Exporter {
