@@ -83,11 +83,19 @@ fn kernel(pkg: &str) -> anyhow::Result<(String, PathBuf)> {
     let debs = vm_dir().join("debs");
     std::fs::create_dir_all(&debs)?;
     eprintln!("vm-test: apt-get download {versioned}");
-    status(
-        Command::new("apt-get")
-            .args(["download", "-q", &versioned])
-            .current_dir(&debs),
-    )?;
+    let download = || {
+        status(
+            Command::new("apt-get")
+                .args(["download", "-q", &versioned])
+                .current_dir(&debs),
+        )
+    };
+    // A stale package index names a version the mirror dropped: refresh
+    // it once and try again.
+    if download().is_err() {
+        status(Command::new("apt-get").args(["update", "-q"]))?;
+        download()?;
+    }
     let deb = std::fs::read_dir(&debs)?
         .flatten()
         .map(|e| e.path())
