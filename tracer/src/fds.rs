@@ -15,14 +15,21 @@ pub enum FileClass {
     Other,
 }
 
-impl fmt::Display for FileClass {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl FileClass {
+    /// Its name in columns, JSON and metric labels.
+    pub fn name(self) -> &'static str {
+        match self {
             FileClass::Redo => "redo",
             FileClass::Binlog => "binlog",
             FileClass::Data => "data",
             FileClass::Other => "other",
-        })
+        }
+    }
+}
+
+impl fmt::Display for FileClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 

@@ -11,7 +11,7 @@ use prometheus_client::{
 use tracer_ebpf::BATCH_BUCKETS;
 
 use super::totals::{le_seconds, TimeHist, Totals, CLASSES};
-use crate::sample::batch_upper;
+use crate::sample::{batch_upper, ClassTotals};
 
 /// What is known of one server at scrape time.
 #[derive(Clone, Debug)]
@@ -50,6 +50,21 @@ fn with<'a>(base: &Labels<'a>, k: &'static str, v: &'a str) -> Labels<'a> {
     let mut l = base.clone();
     l.push((k, v));
     l
+}
+
+/// One row per server and file class: `f` of that class's totals.
+fn per_class<'a, M: 'a>(
+    servers: &'a [ServerView],
+    f: impl Fn(&ClassTotals) -> M + Copy + 'a,
+) -> impl Iterator<Item = (Labels<'a>, M)> + 'a {
+    servers.iter().flat_map(move |v| {
+        let l = labels(v);
+        CLASSES
+            .iter()
+            .zip(&v.totals.classes)
+            .map(move |(cl, sum)| (with(&l, "class", cl.name()), f(sum)))
+            .collect::<Vec<_>>()
+    })
 }
 
 /// Writes one family: `rows` of (labels, value).
@@ -170,43 +185,23 @@ impl Collector for Exposition {
             None,
             s.iter().map(|v| (labels(v), c(v.totals.flushes))),
         )?;
-        let per_class = |f: fn(&crate::sample::ClassTotals) -> u64| {
-            s.iter().flat_map(move |v| {
-                let l = labels(v);
-                CLASSES
-                    .iter()
-                    .zip(&v.totals.classes)
-                    .map(move |(cl, sum)| (with(&l, "class", class_name(*cl)), c(f(sum))))
-                    .collect::<Vec<_>>()
-            })
-        };
         family(
             &mut enc,
             "commitscope_fsyncs",
             "fsync/fdatasync calls of the server, by file class",
             None,
-            per_class(|x| x.syncs),
+            per_class(s, |x| c(x.syncs)),
         )?;
         family(
             &mut enc,
             "commitscope_fsync_duration",
             "Time inside fsync/fdatasync, by file class (the kernel's log2 buckets)",
             Some(&Unit::Seconds),
-            s.iter().flat_map(|v| {
-                let l = labels(v);
-                CLASSES
-                    .iter()
-                    .zip(&v.totals.classes)
-                    .map(move |(cl, sum)| {
-                        (
-                            with(&l, "class", class_name(*cl)),
-                            time_hist(&TimeHist {
-                                hist: sum.hist,
-                                sum_ns: sum.sync_ns,
-                            }),
-                        )
-                    })
-                    .collect::<Vec<_>>()
+            per_class(s, |sum| {
+                time_hist(&TimeHist {
+                    hist: sum.hist,
+                    sum_ns: sum.sync_ns,
+                })
             }),
         )?;
         family(
@@ -231,14 +226,14 @@ impl Collector for Exposition {
             "commitscope_writes",
             "write/pwrite calls of the server, by file class",
             None,
-            per_class(|x| x.writes),
+            per_class(s, |x| c(x.writes)),
         )?;
         family(
             &mut enc,
             "commitscope_written",
             "Bytes written by the server, by file class",
             Some(&Unit::Bytes),
-            per_class(|x| x.write_bytes),
+            per_class(s, |x| c(x.write_bytes)),
         )?;
         family(
             &mut enc,
@@ -334,16 +329,6 @@ impl Collector for Exposition {
             }),
         )?;
         self.process.encode(&mut enc)
-    }
-}
-
-fn class_name(c: crate::fds::FileClass) -> &'static str {
-    use crate::fds::FileClass;
-    match c {
-        FileClass::Redo => "redo",
-        FileClass::Binlog => "binlog",
-        FileClass::Data => "data",
-        FileClass::Other => "other",
     }
 }
 

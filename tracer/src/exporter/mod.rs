@@ -76,15 +76,11 @@ fn missing_caps() -> Vec<&'static (u32, &'static str, &'static str)> {
         .collect()
 }
 
-fn parse_listen(s: &str) -> std::result::Result<SocketAddr, String> {
+/// `--listen`, checked by clap.
+pub fn listen_arg(s: &str) -> std::result::Result<SocketAddr, String> {
     s.parse().map_err(|_| {
         format!("{s:?} is not an address and port: use e.g. 127.0.0.1:{DEFAULT_PORT} or [::1]:{DEFAULT_PORT}")
     })
-}
-
-/// `--listen`, checked by clap.
-pub fn listen_arg(s: &str) -> std::result::Result<SocketAddr, String> {
-    parse_listen(s)
 }
 
 /// The discovery thread: rescans, attaches, reaps, forgets, names fds.
