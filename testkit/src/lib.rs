@@ -53,6 +53,22 @@ pub fn symbols_fixture() -> Option<PathBuf> {
         .then(|| p.canonicalize().unwrap_or(p))
 }
 
+/// `mariadb-install-db` for a throwaway datadir owned by root, with a
+/// password-less root (socket clients) and no test database; `tmp` keeps
+/// concurrent bootstraps from colliding on temp table names.
+pub fn install_db(data: &Path, tmp: &Path) -> Command {
+    let mut c = Command::new("mariadb-install-db");
+    c.env("TMPDIR", tmp)
+        .arg("--no-defaults")
+        .arg(format!("--datadir={}", data.display()))
+        .args([
+            "--user=root",
+            "--auth-root-authentication-method=normal",
+            "--skip-test-db",
+        ]);
+    c
+}
+
 /// Debian's packaged server binary.
 pub fn system_mariadbd() -> Option<PathBuf> {
     ["/usr/sbin/mariadbd", "/usr/sbin/mysqld"]
@@ -104,15 +120,7 @@ impl Server {
         // on their temporary table names.
         let tmp = dir.path().join("tmp");
         std::fs::create_dir_all(&tmp).map_err(|e| StartError(format!("tmpdir: {e}")))?;
-        let install = Command::new("mariadb-install-db")
-            .env("TMPDIR", &tmp)
-            .arg("--no-defaults")
-            .arg(format!("--datadir={}", data.display()))
-            .args([
-                "--user=root",
-                "--auth-root-authentication-method=normal",
-                "--skip-test-db",
-            ])
+        let install = install_db(&data, &tmp)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .output()

@@ -221,6 +221,12 @@ pub mod programs {
     pub const SYNC_ENTER_KPROBE: &str = "sync_enter_kprobe";
     pub const SYNC_EXIT_KPROBE: &str = "sync_exit_kprobe";
     pub const SYNC_ENTER_SYS_KPROBE: &str = "sync_enter_sys_kprobe";
+    pub const SYNC_ENTER_FENTRY: &str = "sync_enter_fentry";
+    pub const SYNC_ENTER_FENTRY_FSYNC: &str = "sync_enter_fentry_fsync";
+    pub const SYNC_ENTER_FENTRY_FDATASYNC: &str = "sync_enter_fentry_fdatasync";
+    pub const SYNC_EXIT_FEXIT: &str = "sync_exit_fexit";
+    pub const SYNC_EXIT_FEXIT_FSYNC: &str = "sync_exit_fexit_fsync";
+    pub const SYNC_EXIT_FEXIT_FDATASYNC: &str = "sync_exit_fexit_fdatasync";
     pub const WRITE_SYSCALL_TP: &str = "write_syscall_tp";
 }
 

@@ -13,9 +13,9 @@ use core::intrinsics::{atomic_xadd, AtomicOrdering};
 use aya_ebpf::{
     bindings::BPF_NOEXIST,
     helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel},
-    macros::{kprobe, kretprobe, map, tracepoint, uprobe, uretprobe},
+    macros::{fentry, fexit, kprobe, kretprobe, map, tracepoint, uprobe, uretprobe},
     maps::{Array, HashMap, PerCpuArray, PerCpuHashMap},
-    programs::{ProbeContext, RetProbeContext, TracePointContext},
+    programs::{FEntryContext, FExitContext, ProbeContext, RetProbeContext, TracePointContext},
     EbpfContext,
 };
 use aya_log_ebpf::warn;
@@ -496,29 +496,82 @@ pub fn sync_enter_kprobe(ctx: ProbeContext) -> u32 {
     0
 }
 
+/// The fd a syscall wrapper (`__x64_sys_fsync(const struct pt_regs *)`)
+/// was called with: the caller's RDI in the saved user registers.
+#[inline(always)]
+fn fd_from_regs(regs: u64) -> u64 {
+    if regs == 0 {
+        return u64::MAX;
+    }
+    // RDI in the saved `struct pt_regs` (see ARG_OFFSETS).
+    unsafe { bpf_probe_read_kernel((regs as *const u8).wrapping_add(ARG_OFFSETS[0]) as *const u64) }
+        .unwrap_or(u64::MAX)
+        & 0xffff_ffff
+}
+
 /// kprobe on the syscall wrappers `__x64_sys_fsync`/`__x64_sys_fdatasync`,
-/// for kernels where `do_fsync` is inlined (Debian 12's 6.1): their one
-/// argument is the saved user registers, and the fd is the caller's RDI.
+/// for kernels where `do_fsync` is inlined (Debian 12's 6.1).
 #[kprobe]
 pub fn sync_enter_sys_kprobe(ctx: ProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
-    let regs: u64 = ctx.arg::<u64>(0).unwrap_or(0);
-    let fd = if regs == 0 {
-        u64::MAX
-    } else {
-        // RDI in the saved `struct pt_regs` (see ARG_OFFSETS).
-        unsafe {
-            bpf_probe_read_kernel((regs as *const u8).wrapping_add(ARG_OFFSETS[0]) as *const u64)
-        }
-        .unwrap_or(u64::MAX)
-            & 0xffff_ffff
-    };
-    sync_enter(id, fd);
+    sync_enter(id, fd_from_regs(ctx.arg::<u64>(0).unwrap_or(0)));
     0
 }
 
 #[kretprobe]
 pub fn sync_exit_kprobe(ctx: RetProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    sync_exit(&ctx, id);
+    0
+}
+
+// fentry/fexit: BPF trampolines instead of breakpoints, where the kernel
+// has BTF and direct ftrace calls. The attach target is fixed when the
+// program loads, so each probed function has its own pair of programs.
+
+/// fentry on `do_fsync(unsigned int fd, int datasync)`.
+#[fentry]
+pub fn sync_enter_fentry(ctx: FEntryContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    sync_enter(id, ctx.arg::<u64>(0) & 0xffff_ffff);
+    0
+}
+
+/// fentry on `__x64_sys_fsync(const struct pt_regs *)`.
+#[fentry]
+pub fn sync_enter_fentry_fsync(ctx: FEntryContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    sync_enter(id, fd_from_regs(ctx.arg::<u64>(0)));
+    0
+}
+
+/// fentry on `__x64_sys_fdatasync(const struct pt_regs *)`.
+#[fentry]
+pub fn sync_enter_fentry_fdatasync(ctx: FEntryContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    sync_enter(id, fd_from_regs(ctx.arg::<u64>(0)));
+    0
+}
+
+/// fexit of `do_fsync`.
+#[fexit]
+pub fn sync_exit_fexit(ctx: FExitContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    sync_exit(&ctx, id);
+    0
+}
+
+/// fexit of `__x64_sys_fsync`.
+#[fexit]
+pub fn sync_exit_fexit_fsync(ctx: FExitContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    sync_exit(&ctx, id);
+    0
+}
+
+/// fexit of `__x64_sys_fdatasync`.
+#[fexit]
+pub fn sync_exit_fexit_fdatasync(ctx: FExitContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
     sync_exit(&ctx, id);
     0

@@ -59,8 +59,12 @@ pub enum Error {
     #[error("attaching {what} failed: {detail}")]
     Attach { what: String, detail: String },
 
-    #[error("--fsync-probe kprobe: the kernel refused the kprobe on {function} ({detail}); use --fsync-probe auto or tracepoint")]
-    KprobeUnavailable { function: String, detail: String },
+    #[error("--fsync-probe {kind}: the kernel refused the {kind} on {functions} ({detail}); use --fsync-probe auto or tracepoint")]
+    KernelProbeUnavailable {
+        kind: crate::probes::kernel::FsyncProbe,
+        functions: String,
+        detail: String,
+    },
 
     #[error("tracefs is not available at /sys/kernel/tracing and mounting it failed ({detail}): mount it with `mount -t tracefs nodev /sys/kernel/tracing`")]
     NoTracefs { detail: String },

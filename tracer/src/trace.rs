@@ -85,7 +85,7 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
             .map(|f| profiles::short_name(&f.symbol))
             .unwrap_or_else(|| "redo fsync/fdatasync (kernel)".into()),
         fsync_probe: probes.kernel.used.to_string(),
-        fsync_function: probes.kernel.kprobe_functions.clone(),
+        fsync_function: probes.kernel.kernel_functions.clone(),
         fallback: plan.fallback_line(),
         anatomy: probes.anatomy.then(|| anatomy_meaning(plan)),
     }
@@ -137,22 +137,17 @@ pub fn verbose_report(probes: &Probes) {
         );
     }
     let k = &probes.kernel;
-    match &k.fallback_reason {
-        Some(why) => {
-            let _ = writeln!(
-                e,
-                "commitscope: fsync: kprobe unavailable ({why}); fell back to syscall tracepoints"
-            );
-        }
-        None => {
-            let at = k
-                .kprobe_functions
-                .as_deref()
-                .map(|f| format!(" on {f}"))
-                .unwrap_or_default();
-            let _ = writeln!(e, "commitscope: fsync: {} probes{at}", k.used);
-        }
-    }
+    let at = k
+        .kernel_functions
+        .as_deref()
+        .map(|f| format!(" on {f}"))
+        .unwrap_or_default();
+    let refused = k
+        .fallback_reason
+        .as_deref()
+        .map(|why| format!(" (refused first: {why})"))
+        .unwrap_or_default();
+    let _ = writeln!(e, "commitscope: fsync: {} probes{at}{refused}", k.used);
     let _ = writeln!(
         e,
         "commitscope: writes: tracepoints {}",

@@ -170,9 +170,10 @@ fn exact_counts_for_every_flavor_and_symbol_source() {
     }
 }
 
-/// `--fsync-probe`: `auto` uses a kprobe where the kernel has them and
-/// falls back to tracepoints where it does not (like CI's kernel);
-/// an explicit `kprobe` either works or fails in one line.
+/// `--fsync-probe`: `auto` uses fentry where the kernel allows it, else a
+/// kprobe, else tracepoints (like CI's kernel); an explicit `fentry` or
+/// `kprobe` either works or fails in one line, exit 2 — and works exactly
+/// when `auto` could have used it.
 #[test]
 fn fsync_probe_choice_and_fallback() {
     if needs_root() || (!has_tool("gcc") && testkit::skip("gcc missing: run `cargo xtask setup`")) {
@@ -184,52 +185,73 @@ fn fsync_probe_choice_and_fallback() {
 
     let (truth, lines) = traced_run(&bin, &root, 1000);
     let s = summary(&lines);
-    let expected = if kprobes { "kprobe" } else { "tracepoint" };
-    assert_eq!(s["legend"]["fsync_probe"], expected, "{s}");
+    let auto = s["legend"]["fsync_probe"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    if kprobes {
+        assert!(auto == "fentry" || auto == "kprobe", "{s}");
+    } else {
+        assert!(auto == "fentry" || auto == "tracepoint", "{s}");
+    }
     assert_eq!(s["totals"]["redo_fsync"], truth["redo_syncs"], "{s}");
 
-    let mut fx = Command::new(&bin)
-        .arg("10")
-        .arg(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = commitscope()
-        .args([
-            "trace",
-            "--json",
-            "--duration",
-            "0.3",
-            "--fsync-probe",
-            "kprobe",
-            "--pid",
-            &fx.id().to_string(),
-        ])
-        .output()
-        .unwrap();
-    drop(fx.stdin.take());
-    let _ = fx.wait();
-    let err = String::from_utf8_lossy(&out.stderr);
-    if kprobes {
-        assert!(out.status.success(), "{err}");
-        let last = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .last()
-            .unwrap_or_default()
-            .to_string();
-        assert!(last.contains("\"fsync_probe\":\"kprobe\""), "{last}");
-    } else {
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-        assert!(
-            err.contains("--fsync-probe kprobe: the kernel refused the kprobe on do_fsync"),
-            "{err}"
-        );
-        assert!(
-            err.contains("use --fsync-probe auto or tracepoint"),
-            "{err}"
-        );
+    for kind in ["fentry", "kprobe"] {
+        // Whether the kernel takes it: `auto` tries fentry first; a kernel
+        // with the kprobe PMU takes kprobes unless `auto` took fentry
+        // before trying them.
+        let available = match kind {
+            "fentry" => Some(auto == "fentry"),
+            _ if auto == "fentry" && kprobes => None,
+            _ => Some(kprobes),
+        };
+        let mut fx = Command::new(&bin)
+            .arg("10")
+            .arg(dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = commitscope()
+            .args([
+                "trace",
+                "--json",
+                "--duration",
+                "0.3",
+                "--fsync-probe",
+                kind,
+            ])
+            .args(["--pid", &fx.id().to_string()])
+            .output()
+            .unwrap();
+        drop(fx.stdin.take());
+        let _ = fx.wait();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if available.unwrap_or(out.status.success()) {
+            assert!(out.status.success(), "{kind}: {err}");
+            let last = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .last()
+                .unwrap_or_default()
+                .to_string();
+            assert!(
+                last.contains(&format!("\"fsync_probe\":\"{kind}\"")),
+                "{kind}: {last}"
+            );
+        } else {
+            assert_eq!(out.status.code(), Some(2), "{kind}: {err}");
+            assert_eq!(err.trim_end().lines().count(), 1, "{kind}: {err}");
+            assert!(
+                err.contains(&format!(
+                    "--fsync-probe {kind}: the kernel refused the {kind} on do_fsync"
+                )),
+                "{err}"
+            );
+            assert!(
+                err.contains("use --fsync-probe auto or tracepoint"),
+                "{err}"
+            );
+        }
     }
 }
 

@@ -1,12 +1,16 @@
 //! The kernel half: which mechanism counts fsync/fdatasync, and the write
-//! syscalls. A kprobe on `do_fsync` is one probe per sync; the syscall
-//! tracepoints need two (fsync and fdatasync) but work on kernels built
-//! without kprobes, like this project's CI machines.
+//! syscalls. fentry/fexit (BPF trampolines) and kprobes sit on one kernel
+//! function both syncs go through; the syscall tracepoints need two probes
+//! (fsync and fdatasync) but work on kernels built without kprobes or
+//! trampolines, like this project's CI machines.
 use std::{fmt, path::Path};
 
 use aya::{
-    programs::{KProbe, TracePoint},
-    Ebpf,
+    programs::{
+        fentry::FEntryLinkId, fexit::FExitLinkId, kprobe::KProbeLinkId, FEntry, FExit, KProbe,
+        TracePoint,
+    },
+    Btf, Ebpf,
 };
 use tracer_ebpf::programs as prog;
 
@@ -16,9 +20,14 @@ use crate::error::{Error, Result};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FsyncProbe {
-    /// kprobe if the kernel allows it, else tracepoints.
+    /// fentry if the kernel allows it, else kprobe, else tracepoints.
     Auto,
+    /// fentry/fexit on do_fsync (or the fsync/fdatasync syscall
+    /// functions): needs kernel BTF and BPF trampolines.
+    Fentry,
+    /// kprobe/kretprobe on the same functions.
     Kprobe,
+    /// The sys_enter/sys_exit tracepoints of fsync and fdatasync.
     Tracepoint,
 }
 
@@ -26,16 +35,20 @@ impl fmt::Display for FsyncProbe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             FsyncProbe::Auto => "auto",
+            FsyncProbe::Fentry => "fentry",
             FsyncProbe::Kprobe => "kprobe",
             FsyncProbe::Tracepoint => "tracepoint",
         })
     }
 }
 
-/// The kernel function both fsync(2) and fdatasync(2) go through, with the
-/// fd as first argument (vfs_fsync_range only sees a `struct file *`, which
-/// user space cannot map back to a path without BTF relocations).
-pub const SYNC_KFUNC: &str = "do_fsync";
+/// What `auto` tries, best first, by the extra time per fdatasync measured
+/// on Debian's 6.1 and 6.12 kernels (`cargo xtask vm-test`, sync-cost,
+/// median of 3 x 100,000 syncs): fentry/fexit cost 0.5-0.9x a
+/// kprobe/kretprobe pair (a trampoline call on return instead of a
+/// hijacked return address), so fentry comes first where the kernel has
+/// BTF and trampolines. Tracepoints come last: they are always there.
+pub const AUTO_ORDER: &[FsyncProbe] = &[FsyncProbe::Fentry, FsyncProbe::Kprobe];
 
 const SYNC_TRACEPOINTS: &[&str] = &["fsync", "fdatasync"];
 const WRITE_TRACEPOINTS: &[&str] = &["write", "pwrite64", "pwritev", "pwritev2"];
@@ -44,10 +57,10 @@ const WRITE_TRACEPOINTS: &[&str] = &["write", "pwrite64", "pwritev", "pwritev2"]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelAttach {
     pub used: FsyncProbe,
-    /// The kernel functions the kprobes sit on (`do_fsync`, or the syscall
-    /// wrappers where it is inlined); None with tracepoints.
-    pub kprobe_functions: Option<String>,
-    /// Why kprobes were not used, when `auto` fell back.
+    /// The kernel functions the fentry/kprobe programs sit on (`do_fsync`,
+    /// or the syscall wrappers where it is inlined); None with tracepoints.
+    pub kernel_functions: Option<String>,
+    /// What the kernel refused before `auto` settled on `used`.
     pub fallback_reason: Option<String>,
     pub write_tracepoints: Vec<String>,
 }
@@ -73,69 +86,155 @@ pub fn ensure_tracefs() -> Result<()> {
     }
 }
 
-/// The kernel functions a kprobe may count syncs at, best first: the
-/// common path of both syscalls with the fd as first argument, else the
-/// syscall wrappers (the fd in the saved user registers) where `do_fsync`
-/// is inlined, as on Debian 12's 6.1.
-const KPROBE_TARGETS: &[(&str, &[&str])] = &[
-    (prog::SYNC_ENTER_KPROBE, &[SYNC_KFUNC]),
-    (
-        prog::SYNC_ENTER_SYS_KPROBE,
-        &["__x64_sys_fsync", "__x64_sys_fdatasync"],
-    ),
+/// One kernel function a sync probe can sit on, with its programs.
+struct Site {
+    function: &'static str,
+    kprobe: &'static str,
+    fentry: &'static str,
+    fexit: &'static str,
+}
+
+/// The kernel functions syncs can be counted at, best first: the common
+/// path of both syscalls with the fd as first argument (vfs_fsync_range
+/// only sees a `struct file *`, which user space cannot map back to a
+/// path), else the syscall wrappers (the fd in the saved user registers)
+/// where `do_fsync` is inlined, as on Debian 12's 6.1.
+const SITES: &[&[Site]] = &[
+    &[Site {
+        function: "do_fsync",
+        kprobe: prog::SYNC_ENTER_KPROBE,
+        fentry: prog::SYNC_ENTER_FENTRY,
+        fexit: prog::SYNC_EXIT_FEXIT,
+    }],
+    &[
+        Site {
+            function: "__x64_sys_fsync",
+            kprobe: prog::SYNC_ENTER_SYS_KPROBE,
+            fentry: prog::SYNC_ENTER_FENTRY_FSYNC,
+            fexit: prog::SYNC_EXIT_FEXIT_FSYNC,
+        },
+        Site {
+            function: "__x64_sys_fdatasync",
+            kprobe: prog::SYNC_ENTER_SYS_KPROBE,
+            fentry: prog::SYNC_ENTER_FENTRY_FDATASYNC,
+            fexit: prog::SYNC_EXIT_FEXIT_FDATASYNC,
+        },
+    ],
 ];
 
-fn kprobe<'a>(ebpf: &'a mut Ebpf, name: &str) -> std::result::Result<&'a mut KProbe, String> {
-    let p: &mut KProbe = ebpf
-        .program_mut(name)
+/// Every function of [`SITES`], for messages.
+fn all_functions() -> String {
+    SITES
+        .iter()
+        .flat_map(|set| set.iter().map(|s| s.function))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// An attached link, kept to undo a partly attached set.
+enum Link {
+    Kprobe(&'static str, KProbeLinkId),
+    Fentry(&'static str, FEntryLinkId),
+    Fexit(&'static str, FExitLinkId),
+}
+
+fn program<'a, P>(ebpf: &'a mut Ebpf, name: &str) -> std::result::Result<&'a mut P, String>
+where
+    &'a mut P: TryFrom<&'a mut aya::programs::Program, Error = aya::programs::ProgramError>,
+{
+    ebpf.program_mut(name)
         .ok_or_else(|| format!("program {name} missing from the object"))?
         .try_into()
-        .map_err(|e| format!("{e}"))?;
-    if p.fd().is_err() {
-        p.load().map_err(|e| format!("{e}"))?;
-    }
-    Ok(p)
+        .map_err(|e| format!("{e}"))
 }
 
-/// Attaches entry and return probes at every function of one target;
-/// on a refusal, detaches what it attached and says why.
-fn attach_kprobe_target(
+/// Attaches the entry and return programs of one site by `kind`.
+fn attach_site(
     ebpf: &mut Ebpf,
-    enter: &str,
-    functions: &[&str],
+    kind: FsyncProbe,
+    site: &Site,
+    btf: Option<&Btf>,
+    links: &mut Vec<Link>,
 ) -> std::result::Result<(), String> {
-    let mut done = Vec::new();
-    let mut result = Ok(());
-    'all: for f in functions {
-        for name in [enter, prog::SYNC_EXIT_KPROBE] {
-            match kprobe(ebpf, name).and_then(|p| p.attach(*f, 0).map_err(|e| format!("{f}: {e}")))
-            {
-                Ok(link) => done.push((name, link)),
-                Err(e) => {
-                    result = Err(e);
-                    break 'all;
+    let f = site.function;
+    let err = |e: aya::programs::ProgramError| format!("{f}: {}", refusal(&e));
+    match (kind, btf) {
+        (FsyncProbe::Fentry, Some(btf)) => {
+            let p: &mut FEntry = program(ebpf, site.fentry)?;
+            p.load(f, btf).map_err(err)?;
+            links.push(Link::Fentry(site.fentry, p.attach().map_err(err)?));
+            let p: &mut FExit = program(ebpf, site.fexit)?;
+            p.load(f, btf).map_err(err)?;
+            links.push(Link::Fexit(site.fexit, p.attach().map_err(err)?));
+        }
+        _ => {
+            for name in [site.kprobe, prog::SYNC_EXIT_KPROBE] {
+                let p: &mut KProbe = program(ebpf, name)?;
+                if p.fd().is_err() {
+                    p.load().map_err(err)?;
                 }
+                links.push(Link::Kprobe(name, p.attach(f, 0).map_err(err)?));
             }
         }
     }
-    if result.is_err() {
-        for (name, link) in done {
-            if let Ok(p) = kprobe(ebpf, name) {
-                let _ = p.detach(link);
-            }
-        }
-    }
-    result
+    Ok(())
 }
 
-/// Attaches the first kprobe target the kernel accepts; returns the
-/// functions it probes, or every refusal.
-fn attach_kprobes(ebpf: &mut Ebpf) -> std::result::Result<String, String> {
+/// A refusal in a few words: aya's text, without an empty verifier log,
+/// and naming the missing kprobe PMU as such.
+fn refusal(e: &aya::programs::ProgramError) -> String {
+    if !Path::new(KPROBE_PMU).exists() && e.to_string().contains(KPROBE_PMU) {
+        return "the kernel has no kprobes (built without CONFIG_KPROBES)".into();
+    }
+    let text = e.to_string();
+    text.trim_end()
+        .strip_suffix("Verifier output:")
+        .map(|t| t.trim_end().trim_end_matches('.').to_string())
+        .unwrap_or(text)
+}
+
+/// The kprobe PMU, absent on kernels built without kprobes.
+const KPROBE_PMU: &str = "/sys/bus/event_source/devices/kprobe/type";
+
+/// Detaches what a refused set had attached.
+fn undo(ebpf: &mut Ebpf, links: Vec<Link>) {
+    for link in links {
+        let _ = match link {
+            Link::Kprobe(n, l) => program::<KProbe>(ebpf, n).map(|p| p.detach(l).is_ok()),
+            Link::Fentry(n, l) => program::<FEntry>(ebpf, n).map(|p| p.detach(l).is_ok()),
+            Link::Fexit(n, l) => program::<FExit>(ebpf, n).map(|p| p.detach(l).is_ok()),
+        };
+    }
+}
+
+/// Attaches `kind` (fentry or kprobe) at the first set of [`SITES`] the
+/// kernel accepts; returns its functions, or every refusal.
+fn attach_functions(ebpf: &mut Ebpf, kind: FsyncProbe) -> std::result::Result<String, String> {
+    let btf = match kind {
+        FsyncProbe::Fentry => Some(
+            Btf::from_sys_fs()
+                .map_err(|e| format!("no kernel BTF at /sys/kernel/btf/vmlinux: {e}"))?,
+        ),
+        _ => None,
+    };
     let mut refused = Vec::new();
-    for (enter, functions) in KPROBE_TARGETS {
-        match attach_kprobe_target(ebpf, enter, functions) {
-            Ok(()) => return Ok(functions.join(", ")),
-            Err(e) => refused.push(e),
+    for set in SITES {
+        let mut links = Vec::new();
+        let attached = set
+            .iter()
+            .try_for_each(|site| attach_site(ebpf, kind, site, btf.as_ref(), &mut links));
+        match attached {
+            Ok(()) => {
+                return Ok(set
+                    .iter()
+                    .map(|s| s.function)
+                    .collect::<Vec<_>>()
+                    .join(", "))
+            }
+            Err(e) => {
+                undo(ebpf, links);
+                refused.push(e);
+            }
         }
     }
     Err(refused.join("; "))
@@ -170,33 +269,33 @@ fn attach_tracepoints(ebpf: &mut Ebpf, prog_name: &str, exit: bool) -> Result<()
 /// Attaches the fsync/fdatasync probes (per `choice`) and the write
 /// tracepoints.
 pub fn attach(ebpf: &mut Ebpf, choice: FsyncProbe) -> Result<KernelAttach> {
-    let mut fallback_reason = None;
-    let mut kprobe_functions = None;
-    let used = match choice {
-        FsyncProbe::Tracepoint => FsyncProbe::Tracepoint,
-        FsyncProbe::Kprobe => {
-            let f = attach_kprobes(ebpf).map_err(|detail| Error::KprobeUnavailable {
-                function: KPROBE_TARGETS
-                    .iter()
-                    .flat_map(|(_, f)| f.iter().copied())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                detail,
-            })?;
-            kprobe_functions = Some(f);
-            FsyncProbe::Kprobe
-        }
-        FsyncProbe::Auto => match attach_kprobes(ebpf) {
-            Ok(f) => {
-                kprobe_functions = Some(f);
-                FsyncProbe::Kprobe
-            }
-            Err(why) => {
-                fallback_reason = Some(why);
-                FsyncProbe::Tracepoint
-            }
-        },
+    let mut refusals = Vec::new();
+    let mut kernel_functions = None;
+    let mut used = FsyncProbe::Tracepoint;
+    let tries: &[FsyncProbe] = match choice {
+        FsyncProbe::Auto => AUTO_ORDER,
+        FsyncProbe::Tracepoint => &[],
+        FsyncProbe::Fentry => &[FsyncProbe::Fentry],
+        FsyncProbe::Kprobe => &[FsyncProbe::Kprobe],
     };
+    for &kind in tries {
+        match attach_functions(ebpf, kind) {
+            Ok(f) => {
+                kernel_functions = Some(f);
+                used = kind;
+                break;
+            }
+            Err(detail) if choice == kind => {
+                return Err(Error::KernelProbeUnavailable {
+                    kind,
+                    functions: all_functions(),
+                    detail,
+                })
+            }
+            Err(detail) => refusals.push(format!("{kind}: {detail}")),
+        }
+    }
+    let fallback_reason = (!refusals.is_empty()).then(|| refusals.join("; "));
     // The write tracepoints need tracefs whichever sync probe is used.
     ensure_tracefs()?;
     if used == FsyncProbe::Tracepoint {
@@ -214,7 +313,7 @@ pub fn attach(ebpf: &mut Ebpf, choice: FsyncProbe) -> Result<KernelAttach> {
     }
     Ok(KernelAttach {
         used,
-        kprobe_functions,
+        kernel_functions,
         fallback_reason,
         write_tracepoints,
     })
