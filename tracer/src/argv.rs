@@ -4,26 +4,22 @@
 //! `/proc/<pid>/cmdline` show `-pxxxxxx` for the rest of a run (sweeps run
 //! for hours). Until then — a few milliseconds — it is visible: hence the
 //! warning that commitscope prints, as the mysql client does.
-use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 
-static ARGC: AtomicI32 = AtomicI32::new(0);
-static ARGV: AtomicPtr<*mut libc::c_char> = AtomicPtr::new(std::ptr::null_mut());
-
-/// glibc calls `.init_array` functions with (argc, argv, envp): the one
-/// portable way to the original argv memory that `/proc` reads.
-extern "C" fn capture(
-    argc: libc::c_int,
-    argv: *mut *mut libc::c_char,
-    _envp: *mut *mut libc::c_char,
-) {
-    ARGC.store(argc, Ordering::Relaxed);
-    ARGV.store(argv, Ordering::Relaxed);
+/// The address range of the process's argument strings (what
+/// `/proc/<pid>/cmdline` reads): fields 48 and 49 of `/proc/self/stat`
+/// (Linux 3.5+). Read from the kernel rather than from the C library,
+/// whose way to argv differs: musl, unlike glibc, does not pass
+/// (argc, argv, envp) to `.init_array` functions.
+fn arg_area() -> Option<(usize, usize)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which may itself hold spaces and ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3 (state).
+    let start = fields.get(48 - 3)?.parse().ok()?;
+    let end = fields.get(49 - 3)?.parse().ok()?;
+    (start != 0 && end > start).then_some((start, end))
 }
-
-#[used]
-#[link_section = ".init_array"]
-static CAPTURE: extern "C" fn(libc::c_int, *mut *mut libc::c_char, *mut *mut libc::c_char) =
-    capture;
 
 /// Which bytes of one argument are a password, given the argument before
 /// it: `-pSECRET`, `--password=SECRET`, `-p SECRET`/`--password SECRET`
@@ -58,24 +54,21 @@ fn dsn_password(arg: &[u8], from: usize) -> Option<std::ops::Range<usize>> {
 /// Overwrites every password in the process's argv with `x`. Call after
 /// the options are parsed (they were copied out of argv by then).
 pub fn hide_passwords() {
-    let argc = ARGC.load(Ordering::Relaxed);
-    let argv = ARGV.load(Ordering::Relaxed);
-    if argv.is_null() {
+    let Some((start, end)) = arg_area() else {
         return;
-    }
+    };
+    // SAFETY: the kernel says these bytes are this process's argument
+    // strings, mapped for its whole life; only this call writes them,
+    // after clap copied the options out.
+    let area = unsafe { std::slice::from_raw_parts_mut(start as *mut u8, end - start) };
     let mut prev: Option<Vec<u8>> = None;
-    for i in 1..argc.max(0) as usize {
-        // SAFETY: glibc's argv has argc valid, NUL-terminated entries that
-        // live for the whole process; this thread alone writes them.
-        let p = unsafe { *argv.add(i) };
-        if p.is_null() {
-            break;
-        }
-        let len = unsafe { libc::strlen(p) };
-        let bytes = unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) };
-        let owned = bytes.to_vec();
-        if let Some(r) = secret_range(prev.as_deref(), &owned) {
-            bytes[r].fill(b'x');
+    // argv[0] first, then each argument, NUL-terminated.
+    for (i, arg) in area.split_mut(|b| *b == 0).enumerate() {
+        let owned = arg.to_vec();
+        if i > 0 {
+            if let Some(r) = secret_range(prev.as_deref(), &owned) {
+                arg[r].fill(b'x');
+            }
         }
         prev = Some(owned);
     }

@@ -13,11 +13,16 @@ use crate::{probes::kernel::FsyncProbe, server::options::ServerOption};
     version,
     about = "How InnoDB batches commits into redo flushes, counted with eBPF",
     args_conflicts_with_subcommands = true,
-    disable_help_flag = true
+    disable_help_flag = true,
+    disable_version_flag = true,
+    after_long_help = crate::manual::main_after_help()
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Print the version, the git commit, the build date, the target and the embedded eBPF object's hash (with --json: one JSON object).
+    #[arg(short = 'V', long)]
+    pub version: bool,
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -25,6 +30,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Trace a running mysqld/mariadbd: n_write, n_flush and fsyncs per interval.
+    #[command(after_long_help = crate::manual::trace_after_help())]
     Trace(TraceArgs),
     /// Drive a server with a built-in workload (no tracing).
     #[command(disable_help_flag = true)]
@@ -49,11 +55,48 @@ pub enum Command {
     Probes(ProbesArgs),
     /// Serve every server's group-commit figures to Prometheus (GET /metrics) until SIGTERM.
     Exporter(ExporterArgs),
+    /// Print the shell completion script for bash, zsh or fish.
+    Completions(CompletionsArgs),
+    /// Write the man pages into DIR (used by `cargo xtask dist`).
+    #[command(hide = true)]
+    Manpages(ManpagesArgs),
+}
+
+/// `commitscope completions SHELL`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// Print help.
+    #[arg(long, short = 'h', action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// The shells whose completions the .deb installs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+/// `commitscope manpages DIR`.
+#[derive(Debug, Args)]
+pub struct ManpagesArgs {
+    /// Print help.
+    #[arg(long, short = 'h', action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+    /// Directory to write commitscope.1 and commitscope-SUBCOMMAND.1 into.
+    pub dir: PathBuf,
 }
 
 /// `commitscope exporter`: Prometheus metrics of every server on the host.
 #[derive(Debug, Args)]
 pub struct ExporterArgs {
+    /// Print help.
+    #[arg(long, short = 'h', action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
     /// Address and port to serve on (any address other than loopback only when asked).
     #[arg(long, default_value = "127.0.0.1:9643", value_parser = crate::exporter::listen_arg, value_name = "ADDR:PORT")]
     pub listen: std::net::SocketAddr,

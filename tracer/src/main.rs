@@ -15,8 +15,20 @@ fn main() -> ExitCode {
     };
     // Parsed: the options are copies now; `ps` need not show a password.
     commitscope::argv::hide_passwords();
+    if cli.version {
+        return version(cli.run.workload.json);
+    }
     let result = match cli.command {
         None => commitscope::session::run(cli.run),
+        Some(Command::Completions(args)) => {
+            commitscope::manual::completions(args.shell, &mut std::io::stdout());
+            Ok(())
+        }
+        Some(Command::Manpages(args)) => commitscope::manual::write_pages(&args.dir).map(|pages| {
+            for p in pages {
+                println!("{}", p.display());
+            }
+        }),
         Some(Command::Trace(args)) => commitscope::trace::run(args),
         Some(Command::Probes(args)) => commitscope::where_cmd::run(&args),
         Some(Command::Exporter(args)) => commitscope::exporter::run(args),
@@ -55,6 +67,17 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// `--version` (`--json`: one object).
+fn version(json: bool) -> ExitCode {
+    let info = commitscope::version::BuildInfo::get();
+    if json {
+        println!("{}", serde_json::to_string(&info).unwrap_or_default());
+    } else {
+        print!("{}", info.text());
+    }
+    ExitCode::SUCCESS
 }
 
 /// clap's help and version as clap prints them; its errors as one line.

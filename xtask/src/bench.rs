@@ -70,6 +70,18 @@ pub enum Which {
         #[arg(long, default_value_t = 10)]
         minutes: u32,
     },
+    /// The static musl binary (`cargo xtask dist`) against the glibc
+    /// release build: the main command (workload + probes) at `--threads`
+    /// clients on one server, alternating windows, median of per-pair
+    /// tps ratios.
+    Musl {
+        #[arg(long, default_value_t = 100)]
+        threads: u32,
+        #[arg(long, default_value_t = 8)]
+        pairs: u32,
+        #[arg(long, default_value_t = 8)]
+        seconds: u32,
+    },
     /// Time from `commitscope` to its first per-second line, with the
     /// managed server (fresh datadir each time).
     FirstLine {
@@ -122,6 +134,11 @@ pub fn run(which: Which) -> anyhow::Result<()> {
             minutes,
         } => crate::bench_exporter::scrape_cost(&commitscope_release()?, servers, scrapes, minutes),
         Which::FirstLine { runs } => first_line(runs),
+        Which::Musl {
+            threads,
+            pairs,
+            seconds,
+        } => musl(threads, pairs, seconds),
         Which::Symbols { mib, runs } => {
             crate::bench_symbols::symbols(&commitscope_release()?, mib, runs)
         }
@@ -188,6 +205,64 @@ fn fixture_ns_per_call(bin: &Path, calls: u64, tracer: Option<&Path>) -> anyhow:
         .and_then(|s| s.trim().trim_end_matches('}').parse::<f64>().ok())
         .with_context(|| format!("unexpected fixture output {line:?}"))?;
     Ok(v)
+}
+
+/// `bench musl`: see [`Which::Musl`].
+fn musl(threads: u32, pairs: u32, seconds: u32) -> anyhow::Result<()> {
+    let glibc = commitscope_release()?;
+    let musl = crate::dist::build()?.join(crate::dist::static_name());
+    let bin = testkit::system_mariadbd().context("no /usr/sbin/mariadbd (mariadb-server)")?;
+    let max_conn = format!("--max-connections={}", (threads + 20).max(151));
+    let server = testkit::Server::start(&bin, None, &[max_conn.as_str()])
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let main_cmd = |cs: &Path, secs: u32| {
+        let mut c = Command::new(cs);
+        c.args(["--json", "--no-debuginfod", "--database", "cs_musl"])
+            .args(server.client_flags())
+            .args(["--threads", &threads.to_string()])
+            .args(["--duration", &secs.to_string()]);
+        c
+    };
+    let summary_tps = |text: &str| {
+        let last = text.lines().last()?;
+        json_field(last, "mean_tps").zip(json_field(last, "total_txns"))
+    };
+    // One untimed run of each first: table load, buffer pool warmup.
+    for cs in [&glibc, &musl] {
+        status(main_cmd(cs, 3).stdout(Stdio::null()))?;
+    }
+    let (mut ratios, mut g, mut m) = (Vec::new(), Vec::new(), Vec::new());
+    for p in 1..=pairs {
+        // Alternate which goes first: a drift in the server favours neither.
+        let order: [&Path; 2] = if p % 2 == 1 {
+            [&glibc, &musl]
+        } else {
+            [&musl, &glibc]
+        };
+        let mut tps = [0.0; 2];
+        for cs in order {
+            let run = measured(&mut main_cmd(cs, seconds), summary_tps)?;
+            tps[usize::from(cs == musl.as_path())] = run.tps;
+        }
+        eprintln!(
+            "bench: pair {p}: glibc {:.0} tps, musl {:.0} tps, musl/glibc {:.3}",
+            tps[0],
+            tps[1],
+            tps[1] / tps[0]
+        );
+        g.push(tps[0]);
+        m.push(tps[1]);
+        ratios.push(tps[1] / tps[0]);
+    }
+    let size = std::fs::metadata(&musl)?.len();
+    println!(
+        "musl static binary ({size} bytes) vs glibc build, main command at {threads} clients, {pairs} alternating pairs of {seconds} s:\n  \
+         median tps glibc {:.0}, musl {:.0}; median musl/glibc ratio {:.3}",
+        median(g),
+        median(m),
+        median(ratios)
+    );
+    Ok(())
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

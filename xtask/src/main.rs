@@ -1,9 +1,10 @@
-//! Developer tasks: `cargo xtask setup|build|test|lint|run|fuzz|soak|bench`.
+//! Developer tasks: `cargo xtask setup|build|test|lint|run|fuzz|soak|vm-test|dist|dist-test|bench`.
 //! Never shipped to users; the README's two commands go through here.
 mod bench;
 mod bench_exporter;
 mod bench_symbols;
 mod bench_tpcc;
+mod dist;
 mod fuzz;
 mod setup;
 mod soak;
@@ -64,6 +65,12 @@ enum Cmd {
         #[arg(long)]
         binary: Option<std::path::PathBuf>,
     },
+    /// The static musl binary, the .deb (lintian-checked) and SHA256SUMS,
+    /// into target/dist.
+    Dist,
+    /// dist, then install the .deb here and use it as a user would
+    /// (cargo-test lines; run by `test`).
+    DistTest,
     /// Benchmarks that print ratios against a peer measured in the same run.
     Bench {
         #[command(subcommand)]
@@ -84,6 +91,8 @@ fn main() {
         Cmd::Fuzz { seconds, targets } => setup::run().and_then(|_| fuzz::run(seconds, &targets)),
         Cmd::Soak { minutes, threads } => setup::run().and_then(|_| soak::run(minutes, threads)),
         Cmd::VmTest { kernels, binary } => setup::run().and_then(|_| vm::run(&kernels, binary)),
+        Cmd::Dist => setup::run().and_then(|_| dist::build().map(|_| ())),
+        Cmd::DistTest => setup::run().and_then(|_| dist::test()),
         Cmd::Bench { which } => setup::run().and_then(|_| bench::run(which)),
     };
     if let Err(e) = r {
@@ -138,7 +147,10 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     vm::run(
         &kernels,
         Some(util::root().join("target/debug/commitscope")),
-    )
+    )?;
+    // The distribution (issue 16): the static binary and the .deb,
+    // installed, used and removed here.
+    dist::test()
 }
 
 fn run(args: &[String]) -> anyhow::Result<()> {

@@ -38,7 +38,17 @@ const APT: &[&str] = &[
     "qemu-system-x86",
     "busybox-static",
     "cpio",
+    // `cargo xtask dist` (issue 16): the static musl binary, the .deb's
+    // checks (lintian; man and file in its install test).
+    "musl-tools",
+    "lintian",
+    "man-db",
+    "file",
+    "bash-completion",
 ];
+
+/// The static binary's target (`cargo xtask dist`).
+pub const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
 
 /// cargo-fuzz release used by `cargo xtask fuzz` (and CI).
 const CARGO_FUZZ_VERSION: &str = "0.13.2";
@@ -49,6 +59,7 @@ const BPF_LINKER_VERSION: &str = "0.13.0";
 pub fn run() -> anyhow::Result<()> {
     apt()?;
     nightly()?;
+    musl_target()?;
     bpf_linker()?;
     cargo_fuzz()?;
     tracefs()?;
@@ -100,6 +111,16 @@ fn apt() -> anyhow::Result<()> {
             .args(["install", "-y", "-q", "--no-install-recommends"])
             .args(&missing),
     )
+}
+
+/// The musl target of the stable toolchain, for the static binary.
+fn musl_target() -> anyhow::Result<()> {
+    let installed = output(Command::new("rustup").args(["target", "list", "--installed"]))?;
+    if !installed.lines().any(|l| l.trim() == MUSL_TARGET) {
+        eprintln!("xtask: adding the {MUSL_TARGET} target (cargo xtask dist)");
+        status(Command::new("rustup").args(["target", "add", MUSL_TARGET]))?;
+    }
+    Ok(())
 }
 
 fn nightly() -> anyhow::Result<()> {

@@ -33,6 +33,11 @@ use symbols::{Resolved, Resolver};
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-ebpf"));
 
+/// The embedded eBPF object, for `--version`'s hash.
+pub fn ebpf_object() -> &'static [u8] {
+    OBJECT
+}
+
 /// What the user asked to trace.
 #[derive(Clone, Debug)]
 pub struct Target {

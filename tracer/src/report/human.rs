@@ -28,6 +28,9 @@ impl<W: Write> Human<W> {
 }
 
 /// Local wall-clock time as HH:MM:SS.
+// The libc crate marks musl's `time_t` deprecated (a 32-bit type on some
+// musl targets); on x86-64 it is 64-bit on both libcs.
+#[allow(deprecated)]
 pub fn clock(at: SystemTime) -> String {
     let secs = at
         .duration_since(UNIX_EPOCH)
