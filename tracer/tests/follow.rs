@@ -140,10 +140,15 @@ fn two_tracers_on_one_server_are_both_exact_and_independent() {
     );
     for s in [h, w] {
         assert_eq!(s["legend"]["n_write_source"], "log_write_up_to", "{ctx}");
-        assert_eq!(
-            s["totals"]["n_flush"], s["totals"]["redo_fsync_in_flush"],
-            "{ctx}"
+        // Each log_t::flush is one redo fdatasync, except a flush that
+        // straddles a window edge (the server's idle-time background flush
+        // can run as a tracer attaches or detaches): its entry is counted
+        // and its fdatasync is not, or the reverse. One per edge.
+        let (flushes, syncs) = (
+            s["totals"]["n_flush"].as_u64().unwrap(),
+            s["totals"]["redo_fsync_in_flush"].as_u64().unwrap(),
         );
+        assert!(flushes.abs_diff(syncs) <= 2, "{ctx}");
         assert_eq!(s["totals"]["lost_events"], 0, "{ctx}");
     }
 }
