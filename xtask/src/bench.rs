@@ -9,7 +9,7 @@ use std::{
 use anyhow::{bail, Context};
 use clap::Subcommand;
 
-use crate::util::{cargo, root, start_trace, status};
+use crate::util::{build_fixture, cargo, median, root, start_trace, status};
 
 #[derive(Subcommand)]
 pub enum Which {
@@ -265,22 +265,11 @@ fn musl(threads: u32, pairs: u32, seconds: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn uprobe(calls: u64, pairs: u32) -> anyhow::Result<()> {
     let cs = commitscope_release()?;
     let dir = tempfile_dir()?;
     let bin = dir.join("fake_server_mariadb");
-    status(
-        Command::new("gcc")
-            .args(["-O2", "-DFLAVOR_MARIADB1011"])
-            .arg(root().join("tracer/tests/fixture/fake_server.c"))
-            .arg("-o")
-            .arg(&bin),
-    )?;
+    build_fixture(&bin, &[])?;
     let (mut plain, mut traced) = (Vec::new(), Vec::new());
     println!("pair  untraced_ns/call  traced_ns/call");
     for p in 1..=pairs {

@@ -14,7 +14,7 @@ use std::{
 
 use anyhow::{bail, Context};
 
-use crate::util::status;
+use crate::util::{median, status};
 
 /// Wall seconds and peak RSS (MiB) of one child, from its own rusage.
 fn timed(cmd: &mut Command) -> anyhow::Result<(f64, f64, String)> {
@@ -124,11 +124,6 @@ fn build_id_hex(elf: &[u8]) -> Option<String> {
             .map(|b| format!("{b:02x}"))
             .collect(),
     )
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 /// `cargo xtask bench symbols`: `commitscope probes` (the attach plan,

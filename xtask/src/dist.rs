@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::{
     setup::MUSL_TARGET,
-    util::{cargo, output, root, start_trace, status, succeeds},
+    util::{build_fixture, cargo, fixture_mismatches, output, root, start_trace, status, succeeds},
 };
 
 const PACKAGE: &str = "commitscope";
@@ -484,13 +484,7 @@ fn bash_completion() -> anyhow::Result<String> {
 fn traces_fixture(cs: &Path) -> anyhow::Result<String> {
     let dir = tempfile::tempdir()?;
     let fx = dir.path().join("fake_mariadbd");
-    status(
-        Command::new("gcc")
-            .args(["-O2", "-DFLAVOR_MARIADB1011"])
-            .arg(root().join("tracer/tests/fixture/fake_server.c"))
-            .arg("-o")
-            .arg(&fx),
-    )?;
+    build_fixture(&fx, &[])?;
     let mut child = Command::new(&fx)
         .arg("3000")
         .arg(dir.path())
@@ -518,15 +512,9 @@ fn traces_fixture(cs: &Path) -> anyhow::Result<String> {
         .unwrap_or_default();
     let s: Value = serde_json::from_str(&last)?;
     let t = &s["totals"];
-    for (ours, theirs) in [
-        ("n_write", "requests"),
-        ("durable", "durable"),
-        ("n_flush", "flushes"),
-        ("redo_fsync", "redo_syncs"),
-    ] {
-        if t[ours] != truth[theirs] {
-            bail!("{ours} {} != fixture {theirs} {}", t[ours], truth[theirs]);
-        }
+    let bad = fixture_mismatches(t, &truth);
+    if !bad.is_empty() {
+        bail!("{}", bad.join(", "));
     }
     Ok(format!(
         "n_write {}, durable {}, n_flush {}, redo_fsync {}: equal to the fixture's",

@@ -147,3 +147,42 @@ pub fn scrape(port: u16) -> usize {
         0
     }
 }
+
+/// The median of `v` (the upper one of an even count); NaN when empty.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// Compiles the MariaDB 10.11 flavour of the C fixture to `out`, with
+/// `extra` gcc flags.
+pub fn build_fixture(out: &Path, extra: &[&str]) -> anyhow::Result<()> {
+    status(
+        Command::new("gcc")
+            .args(["-O2", "-DFLAVOR_MARIADB1011"])
+            .args(extra)
+            .arg(root().join("tracer/tests/fixture/fake_server.c"))
+            .arg("-o")
+            .arg(out),
+    )
+}
+
+/// Where a trace summary's `totals` differ from the fixture's own counts
+/// (its JSON line): one message per differing count.
+pub fn fixture_mismatches(totals: &serde_json::Value, truth: &serde_json::Value) -> Vec<String> {
+    [
+        ("n_write", "requests"),
+        ("durable", "durable"),
+        ("n_flush", "flushes"),
+        ("redo_fsync", "redo_syncs"),
+    ]
+    .iter()
+    .filter(|(ours, theirs)| totals[ours] != truth[theirs])
+    .map(|(ours, theirs)| {
+        format!(
+            "{ours} {} != fixture {theirs} {}",
+            totals[ours], truth[theirs]
+        )
+    })
+    .collect()
+}

@@ -18,7 +18,7 @@ use std::{
 use anyhow::{bail, Context};
 use serde_json::Value;
 
-use crate::util::{cargo, output, root, status};
+use crate::util::{cargo, fixture_mismatches, output, root, status};
 
 /// Debian 12's default cloud kernel (6.1) and its 6.12 backport line.
 pub const DEFAULT_KERNELS: &[&str] = &["linux-image-cloud-amd64", "linux-image-6.12-cloud-amd64"];
@@ -451,17 +451,7 @@ fn check(name: &str, lines: &[String]) -> Result<String, String> {
     let s: Value = serde_json::from_str(get("summary"))
         .map_err(|e| format!("rc={rc}, no summary ({e}); stderr: {stderr:?}"))?;
     let t = &s["totals"];
-    let mut bad = Vec::new();
-    for (ours, theirs) in [
-        ("n_write", "requests"),
-        ("durable", "durable"),
-        ("n_flush", "flushes"),
-        ("redo_fsync", "redo_syncs"),
-    ] {
-        if t[ours] != truth[theirs] {
-            bad.push(format!("{ours} {} != {theirs} {}", t[ours], truth[theirs]));
-        }
-    }
+    let mut bad = fixture_mismatches(t, &truth);
     if t["lost_events"] != 0 {
         bad.push(format!("lost_events {}", t["lost_events"]));
     }
@@ -534,8 +524,7 @@ fn check_cost(lines: &[String]) -> Result<String, String> {
                 ));
             }
         }
-        ns.sort_by(f64::total_cmp);
-        median.insert(*probe, ns.get(ns.len() / 2).copied().unwrap_or(f64::NAN));
+        median.insert(*probe, crate::util::median(ns));
     }
     if !bad.is_empty() {
         return Err(bad.join("; "));
