@@ -3,11 +3,7 @@
 //! and against real servers' own ratios.
 mod common;
 
-use std::{
-    io::{BufRead, Write},
-    path::Path,
-    process::{Command, Stdio},
-};
+use std::{path::Path, process::Command};
 
 use common::*;
 use serde_json::Value;
@@ -28,22 +24,7 @@ fn build(dir: &Path) -> std::path::PathBuf {
 fn traced(args: &[&str]) -> (Value, Value) {
     let d = tempfile::tempdir().unwrap();
     let bin = build(d.path());
-    let mut fx = Command::new(&bin)
-        .args(args)
-        .arg(d.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let tracer = Tracer::start(fx.id(), &[]);
-    writeln!(fx.stdin.take().unwrap(), "go").unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(fx.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(fx.wait().unwrap().success());
-    let truth: Value = serde_json::from_str(&line).unwrap();
-    let lines = tracer.finish(false);
+    let (truth, lines, _) = run_traced_fixture(Command::new(&bin).args(args).arg(d.path()), &[]);
     (truth, summary(&lines)["totals"].clone())
 }
 

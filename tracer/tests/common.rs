@@ -328,3 +328,32 @@ pub fn build_id_hex(elf: &Path) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+/// Runs a C fixture (`fake_server.c`, `group_commit.c`: they wait for "go"
+/// on stdin, then print their own counts as one JSON line) under
+/// `commitscope trace --pid <fixture> TRACER_ARGS`: (the fixture's truth,
+/// the tracer's JSON lines, its stderr). Attaching before "go" is what makes
+/// the counts comparable exactly.
+pub fn run_traced_fixture(
+    fixture: &mut Command,
+    tracer_args: &[&str],
+) -> (Value, Vec<Value>, Vec<String>) {
+    use std::io::Write;
+    let mut fx = fixture
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn the fixture");
+    let tracer = Tracer::start(fx.id(), tracer_args);
+    writeln!(fx.stdin.take().unwrap(), "go").unwrap();
+    let mut line = String::new();
+    BufReader::new(fx.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(fx.wait().unwrap().success(), "the fixture failed: {line}");
+    let truth: Value = serde_json::from_str(&line)
+        .unwrap_or_else(|e| panic!("fixture output not JSON ({e}): {line}"));
+    // The tracer ends by itself when the traced process exits.
+    let (lines, err) = tracer.finish_all(false);
+    (truth, lines, err)
+}

@@ -128,23 +128,13 @@ fn a_stripped_binary_is_traced_exactly_with_a_fetched_debug_file() {
     std::env::set_var("DEBUGINFOD_CACHE_PATH", &cache);
     let run_fixture = || {
         let work = tempfile::tempdir().unwrap();
-        let mut fx = Command::new(d.path().join("fake"))
-            .arg("2000")
-            .arg(work.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let tracer = Tracer::start(fx.id(), &["--debug-dir", "/nonexistent"]);
-        use std::io::{BufRead, Write};
-        writeln!(fx.stdin.take().unwrap(), "go").unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(fx.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert!(fx.wait().unwrap().success());
-        let truth: serde_json::Value = serde_json::from_str(&line).unwrap();
-        (truth, tracer.finish(false))
+        let (truth, lines, _) = run_traced_fixture(
+            Command::new(d.path().join("fake"))
+                .arg("2000")
+                .arg(work.path()),
+            &["--debug-dir", "/nonexistent"],
+        );
+        (truth, lines)
     };
     let (truth, lines) = run_fixture();
     let s = summary(&lines);

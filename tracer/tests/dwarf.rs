@@ -6,9 +6,8 @@
 mod common;
 
 use std::{
-    io::{BufRead, Write},
     path::{Path, PathBuf},
-    process::{Command, Stdio},
+    process::Command,
 };
 
 use commitscope::probes::dwarf;
@@ -103,16 +102,11 @@ fn inlined_and_dwarf_only_functions_are_traced_exactly() {
     let d = tempfile::tempdir().unwrap();
     build(d.path());
     let work = tempfile::tempdir().unwrap();
-    let mut fx = Command::new(d.path().join("inlined"))
-        .arg("3000")
-        .arg(work.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
     let root = d.path().join("debug");
-    let tracer = Tracer::start(
-        fx.id(),
+    let (truth, lines, err) = run_traced_fixture(
+        Command::new(d.path().join("inlined"))
+            .arg("3000")
+            .arg(work.path()),
         &[
             "--debug-dir",
             root.to_str().unwrap(),
@@ -120,14 +114,6 @@ fn inlined_and_dwarf_only_functions_are_traced_exactly() {
             "-v",
         ],
     );
-    writeln!(fx.stdin.take().unwrap(), "go").unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(fx.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(fx.wait().unwrap().success());
-    let truth: serde_json::Value = serde_json::from_str(&line).unwrap();
-    let (lines, err) = tracer.finish_all(false);
     let s = summary(&lines);
     let t = &s["totals"];
     let n = |v: &serde_json::Value| v.as_u64().unwrap_or_else(|| panic!("{v} in {s}"));

@@ -90,23 +90,11 @@ fn build(dir: &Path, flavor: &str, v: Variant) -> (PathBuf, PathBuf) {
 /// Runs the fixture under `commitscope trace`; returns (truth, trace lines).
 fn traced_run(bin: &Path, debug_root: &Path, calls: u32) -> (Value, Vec<Value>) {
     let work = tempfile::tempdir().unwrap();
-    let mut fx = Command::new(bin)
-        .arg(calls.to_string())
-        .arg(work.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn fixture");
-    let tracer = Tracer::start(fx.id(), &["--debug-dir", debug_root.to_str().unwrap()]);
-    writeln!(fx.stdin.take().unwrap(), "go").unwrap();
-    let mut line = String::new();
-    BufReader::new(fx.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(fx.wait().unwrap().success());
-    let truth: Value = serde_json::from_str(&line).expect("fixture JSON");
-    // The tracer ends by itself when the traced process exits.
-    (truth, tracer.finish(false))
+    let (truth, lines, _) = run_traced_fixture(
+        Command::new(bin).arg(calls.to_string()).arg(work.path()),
+        &["--debug-dir", debug_root.to_str().unwrap()],
+    );
+    (truth, lines)
 }
 
 #[test]

@@ -21,6 +21,9 @@ const COLUMNS: &[&str] = &[
     "retries",
     "n_write",
     "durable",
+    // Calls through inlined copies whose durable flag DWARF cannot place
+    // (counted in n_write, in neither durable nor non-durable).
+    "durable_unknown",
     "n_flush",
     "write_per_flush",
     "commits_per_flush",
@@ -84,6 +87,7 @@ pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
         w.retries.to_string(),
         cell(t.map(|t| t.n_write)),
         cell(t.and_then(|t| t.durable)),
+        cell(t.and_then(|t| t.durable_unknown)),
         cell(t.map(|t| t.n_flush)),
         cell(t.and_then(|t| t.write_per_flush).map(|v| format!("{v:.3}"))),
         cell(j.commits_per_flush.map(|v| format!("{v:.3}"))),
@@ -134,28 +138,46 @@ impl<W: Write> RunSink for Csv<W> {
 mod tests {
     use super::*;
 
+    fn sample() -> workload::stats::IntervalSample {
+        workload::stats::IntervalSample {
+            tick: 1,
+            elapsed_s: 1.0,
+            interval_s: 1.0,
+            warmup: false,
+            txns: 10,
+            commits: 10,
+            tps: 10.0,
+            latency: Default::default(),
+            errors: 0,
+            retries: 0,
+            tpcc: None,
+        }
+    }
+
     #[test]
     fn untraced_row_has_every_column() {
-        let j = Joined::new(
-            workload::stats::IntervalSample {
-                tick: 1,
-                elapsed_s: 1.0,
-                interval_s: 1.0,
-                warmup: false,
-                txns: 10,
-                commits: 10,
-                tps: 10.0,
-                latency: Default::default(),
-                errors: 0,
-                retries: 0,
-                tpcc: None,
-            },
-            None,
-        );
+        let j = Joined::new(sample(), None);
         let r = row(SystemTime::now(), &j);
         assert_eq!(r.len(), COLUMNS.len());
         assert_eq!(r[4], "10");
         assert_eq!(r[5], "10");
         assert_eq!(r[13], "");
+    }
+
+    /// Inlined copies' calls of unknown durability get their own column,
+    /// empty where there are none.
+    #[test]
+    fn durable_unknown_has_its_column() {
+        let col = |name| COLUMNS.iter().position(|c| *c == name).unwrap();
+        let mut t = crate::sample::test_interval(Some(130), Some(100));
+        t.durable_unknown = Some(170);
+        let r = row(SystemTime::now(), &Joined::new(sample(), Some(t)));
+        assert_eq!(r.len(), COLUMNS.len());
+        assert_eq!(r[col("n_write")], "300");
+        assert_eq!(r[col("durable")], "130");
+        assert_eq!(r[col("durable_unknown")], "170");
+        let t = crate::sample::test_interval(Some(300), Some(100));
+        let r = row(SystemTime::now(), &Joined::new(sample(), Some(t)));
+        assert_eq!(r[col("durable_unknown")], "");
     }
 }

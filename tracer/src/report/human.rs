@@ -323,33 +323,7 @@ mod tests {
     use super::*;
     use crate::report::EndReason;
 
-    fn interval(durable: Option<u64>, inside: Option<u64>) -> Interval {
-        Interval {
-            elapsed_s: 1.0,
-            interval_s: 1.0,
-            n_write: 300,
-            durable,
-            durable_unknown: None,
-            n_flush: 100,
-            write_per_flush: Some(3.0),
-            redo_fsync: 102,
-            redo_fsync_in_flush: inside,
-            redo_p50_us: Some(150.0),
-            redo_p99_us: Some(900.0),
-            redo_writes: 100,
-            redo_write_bytes: 51200,
-            binlog_fsync: 0,
-            data_fsync: 4,
-            other_fsync: 0,
-            write_wait_p50_us: Some(3.0),
-            write_wait_p99_us: Some(1500.0),
-            flush_calls: inside,
-            lost_syncs: 0,
-            lost_events: 0,
-            batch: Default::default(),
-            anatomy: None,
-        }
-    }
+    use crate::sample::test_interval as interval;
 
     fn legend(fallback: bool) -> Legend {
         Legend {
