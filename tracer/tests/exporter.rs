@@ -189,10 +189,14 @@ fn a_restarted_server_is_reattached_and_its_counters_continue() {
         debian.socket.display().to_string(),
     ];
     let mut e = Exporter::start(&["-S", &sockets[0], "-S", &sockets[1], "--rescan", "1"]);
-    e.wait_for(
-        &format!("attached pid {}", fixture.pid()),
-        Duration::from_secs(60),
-    );
+    // Both, in whichever order the scan found them: the fixture's counts
+    // can settle before the stripped server's symbols are read.
+    for pid in [fixture.pid(), debian.pid()] {
+        let marker = format!("attached pid {pid}");
+        if !e.lines.iter().any(|l| l.contains(&marker)) {
+            e.wait_for(&marker, Duration::from_secs(60));
+        }
+    }
     let (lf, ld) = (label(&fixture), label(&debian));
     fixture.drive_updates("cs_test", 2, 200);
     let t1 = settled(&e, &["commitscope_redo_flushes_total"], &[&lf]);
