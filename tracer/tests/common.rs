@@ -338,13 +338,20 @@ pub fn run_traced_fixture(
     fixture: &mut Command,
     tracer_args: &[&str],
 ) -> (Value, Vec<Value>, Vec<String>) {
-    use std::io::Write;
-    let mut fx = fixture
+    let fx = fixture
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn the fixture");
     let tracer = Tracer::start(fx.id(), tracer_args);
+    go_and_finish(fx, tracer)
+}
+
+/// The second half of [`run_traced_fixture`], for a fixture spawned (with
+/// piped stdin and stdout) and traced by the caller: "go", its truth line,
+/// its exit, then the tracer's lines and stderr.
+pub fn go_and_finish(mut fx: Child, tracer: Tracer) -> (Value, Vec<Value>, Vec<String>) {
+    use std::io::Write;
     writeln!(fx.stdin.take().unwrap(), "go").unwrap();
     let mut line = String::new();
     BufReader::new(fx.stdout.take().unwrap())

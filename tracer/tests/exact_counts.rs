@@ -4,7 +4,6 @@
 mod common;
 
 use std::{
-    io::{BufRead, BufReader, Write},
     path::{Path, PathBuf},
     process::{Command, Stdio},
 };
@@ -256,7 +255,7 @@ fn fd_map_overflow_is_counted_and_logged() {
     let work = tempfile::tempdir().unwrap();
     let files = tracer_ebpf::MAX_FDS + 100;
     // Raise the fd limit for the fixture only (root may).
-    let mut fx = Command::new("sh")
+    let fx = Command::new("sh")
         .arg("-c")
         .arg(format!("ulimit -n {} && exec \"$0\" \"$@\"", files + 64))
         .arg(&bin)
@@ -279,13 +278,7 @@ fn fd_map_overflow_is_counted_and_logged() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let tracer = Tracer::start(fx.id(), &[]);
-    writeln!(fx.stdin.take().unwrap(), "go").unwrap();
-    let mut line = String::new();
-    BufReader::new(fx.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(fx.wait().unwrap().success(), "fixture failed: {line}");
-    let (lines, stderr) = tracer.finish_all(false);
+    let (_, lines, stderr) = go_and_finish(fx, tracer);
     let t = &summary(&lines)["totals"];
     let synced = t["data_fsync"].as_u64().unwrap() + t["other_fsync"].as_u64().unwrap();
     let lost = t["lost_syncs"].as_u64().unwrap();
