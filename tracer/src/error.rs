@@ -56,6 +56,9 @@ pub enum Error {
     #[error("loading the eBPF programs failed: {0}")]
     Load(String),
 
+    #[error("pid {pid} exited while its probes were being attached: trace the server's current process (pidof mariadbd), or pass --mysqld to follow it through restarts")]
+    ExitedDuringAttach { pid: u32 },
+
     #[error("attaching {what} failed: {detail}")]
     Attach { what: String, detail: String },
 

@@ -588,17 +588,37 @@ fn overhead(
         "update workload, {threads} clients, {pairs} traced windows of {seconds} s between untraced ones, on {}",
         bin.display()
     );
+    let bar = if anatomy { 0.95 } else { 0.98 };
     println!(
-        "median traced/untraced tps ratio{}: {:.3} (bar: >= {})",
+        "median traced/untraced tps ratio{}: {:.3} (bar: >= {bar})",
         match (anatomy, exporter) {
             (true, _) => " with --anatomy",
             (_, true) => " with the exporter scraped every second",
             _ => "",
         },
-        median(ratios),
-        if anatomy { "0.95" } else { "0.98" }
+        median(ratios.clone()),
     );
+    println!("{}", verdict(crate::util::median_ci95(ratios), bar));
     Ok(())
+}
+
+/// Whether the pairs settle the bar: only when the median's whole 95 %
+/// confidence interval lies on one side of it. On a noisy machine a
+/// median alone reads as a pass or a fail that the data do not support.
+fn verdict(ci: Option<(f64, f64)>, bar: f64) -> String {
+    match ci {
+        None => "95 % CI of the median: too few pairs (at least 6)".to_string(),
+        Some((lo, hi)) => {
+            let call = if lo >= bar {
+                "bar met"
+            } else if hi < bar {
+                "bar missed"
+            } else {
+                "not resolved at this noise: the bar lies inside the interval, rerun with more --pairs or longer --seconds"
+            };
+            format!("95 % CI of the median: [{lo:.3}, {hi:.3}]: {call}")
+        }
+    }
 }
 
 fn first_line(runs: u32) -> anyhow::Result<()> {
@@ -658,4 +678,17 @@ pub fn first_line_of(
         .collect();
     println!("  {} ({})", mysqld.display(), phases.join(", "));
     Ok((first, err.into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verdict;
+
+    #[test]
+    fn a_bar_is_settled_only_outside_the_interval() {
+        assert!(verdict(Some((0.981, 0.99)), 0.98).ends_with("bar met"));
+        assert!(verdict(Some((0.95, 0.979)), 0.98).ends_with("bar missed"));
+        assert!(verdict(Some((0.95, 0.99)), 0.98).contains("not resolved"));
+        assert!(verdict(None, 0.98).contains("too few pairs"));
+    }
 }

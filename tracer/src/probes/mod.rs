@@ -379,14 +379,21 @@ fn attach_uprobe(
     exe: &Path,
     pid: NonZeroU32,
 ) -> Result<()> {
-    let err = |detail: String| Error::Attach {
-        what: format!(
-            "{prog_name} at {} ({}+{:#x})",
-            at.symbol,
-            exe.display(),
-            offset
-        ),
-        detail,
+    let err = |detail: String| {
+        // The kernel's answer then is a bare perf_event_open failure
+        // (ESRCH): say what happened instead.
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            return Error::ExitedDuringAttach { pid: pid.get() };
+        }
+        Error::Attach {
+            what: format!(
+                "{prog_name} at {} ({}+{:#x})",
+                at.symbol,
+                exe.display(),
+                offset
+            ),
+            detail,
+        }
     };
     let p: &mut UProbe = ebpf
         .program_mut(prog_name)
