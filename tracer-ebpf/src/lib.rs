@@ -117,6 +117,36 @@ pub struct Group {
     pub arrived: i64,
 }
 
+/// An open call of the write function, in its thread's `WRITE_START` slot.
+/// User space reads `owner` and `ts` only, to let open calls finish
+/// before the last read.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct WriteStart {
+    /// The thread (pid_tgid) whose call this is; 0 when the slot is free.
+    pub owner: u64,
+    /// `bpf_ktime_get_ns` at entry (CLOCK_MONOTONIC).
+    pub ts: u64,
+    pub pred_a: u64,
+    /// A batch member (durable request).
+    pub durable: u64,
+    /// This call ran the flush function itself: a leader.
+    pub led: u64,
+    /// Time in fsync/fdatasync inside that flush, ns.
+    pub sync_ns: u64,
+}
+
+/// An open fsync/fdatasync, keyed by thread in `SYNC_START`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SyncStart {
+    /// `bpf_ktime_get_ns` at entry (CLOCK_MONOTONIC).
+    pub ts: u64,
+    pub fd: u32,
+    /// Non-zero when the thread was inside the redo flush function.
+    pub in_flush: u32,
+}
+
 /// What counts as a batch member (`DURABLE_PRED`).
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,6 +235,10 @@ pub mod maps {
     pub const BATCH: &str = "BATCH";
     pub const GROUP: &str = "GROUP";
     pub const REDO_FDS: &str = "REDO_FDS";
+    /// Open calls, read by user space only to let them finish at the end.
+    pub const WRITE_START: &str = "WRITE_START";
+    pub const FLUSH_START: &str = "FLUSH_START";
+    pub const SYNC_START: &str = "SYNC_START";
 }
 
 /// Names of the programs in the object file.
@@ -228,6 +262,28 @@ pub mod programs {
     pub const SYNC_EXIT_FEXIT_FSYNC: &str = "sync_exit_fexit_fsync";
     pub const SYNC_EXIT_FEXIT_FDATASYNC: &str = "sync_exit_fexit_fdatasync";
     pub const WRITE_SYSCALL_TP: &str = "write_syscall_tp";
+
+    /// The programs that count a call when it begins or open a call that
+    /// another program closes, in the order they detach when a trace ends
+    /// (so the calls in flight can close and the last totals are a
+    /// consistent cut): the write and flush functions first, the fsync
+    /// entries only once the flushes in flight have closed, since a
+    /// flush's own fdatasync may not have begun yet.
+    pub const CALL_OPENERS: &[&str] = &[
+        WRITE_ENTRY,
+        WRITE_SITE,
+        WRITE_SITE_UNKNOWN,
+        FLUSH_SITE,
+        FLUSH_ENTRY,
+    ];
+    pub const SYNC_OPENERS: &[&str] = &[
+        SYNC_ENTER_TP,
+        SYNC_ENTER_KPROBE,
+        SYNC_ENTER_SYS_KPROBE,
+        SYNC_ENTER_FENTRY,
+        SYNC_ENTER_FENTRY_FSYNC,
+        SYNC_ENTER_FENTRY_FDATASYNC,
+    ];
 }
 
 /// Bucket index of a duration: floor(log2(ns)), clamped to the last bucket.
@@ -265,6 +321,8 @@ mod user {
     unsafe impl aya::Pod for super::FdStats {}
     unsafe impl aya::Pod for super::BatchHist {}
     unsafe impl aya::Pod for super::Group {}
+    unsafe impl aya::Pod for super::WriteStart {}
+    unsafe impl aya::Pod for super::SyncStart {}
 }
 
 #[cfg(test)]

@@ -21,8 +21,8 @@ use aya_ebpf::{
 use aya_log_ebpf::warn;
 use tracer_ebpf::{
     batch_bucket, log2_bucket, BatchHist, BatchMember, Counter, FdStats, Group, Hist, HistKind,
-    PredOp, COUNTERS as N_COUNTERS, HISTS as N_HISTS, MAX_FDS, MAX_THREADS, NR_PWRITEV,
-    NR_PWRITEV2,
+    PredOp, SyncStart, WriteStart, COUNTERS as N_COUNTERS, HISTS as N_HISTS, MAX_FDS, MAX_THREADS,
+    NR_PWRITEV, NR_PWRITEV2,
 };
 
 // Configuration, written by user space into .rodata before load (so the
@@ -99,29 +99,6 @@ static WRITE_START: Array<WriteStart> = Array::with_max_entries(MAX_THREADS, 0);
 static FLUSH_START: HashMap<u64, u64> = HashMap::with_max_entries(MAX_THREADS, 0);
 #[map]
 static SYNC_START: HashMap<u64, SyncStart> = HashMap::with_max_entries(MAX_THREADS, 0);
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct WriteStart {
-    /// The thread (pid_tgid) whose call this is; 0 when the slot is free.
-    owner: u64,
-    ts: u64,
-    pred_a: u64,
-    /// A batch member (durable request).
-    durable: u64,
-    /// This call ran the flush function itself: a leader.
-    led: u64,
-    /// Time in fsync/fdatasync inside that flush, ns.
-    sync_ns: u64,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct SyncStart {
-    ts: u64,
-    fd: u32,
-    in_flush: u32,
-}
 
 #[inline(always)]
 fn cfg_u32(v: &u32) -> u32 {

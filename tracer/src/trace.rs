@@ -237,8 +237,8 @@ async fn run_loop(
     let end = loop {
         tokio::select! {
             _ = tick.tick(), if down.is_none() => {
-                // A signal heard by the flag of a synchronous phase (a
-                // debuginfod download) before the handlers above existed.
+                // A signal heard by the flag (installed when the trace
+                // began) before the handlers above existed.
                 if crate::interrupt::fired() {
                     break EndReason::Interrupted;
                 }
@@ -308,6 +308,11 @@ async fn run_loop(
             _ = sighup.recv() => break EndReason::Interrupted,
         }
     };
+    // Calls open at the end close before the last read: every counted
+    // flush then has its fdatasync, every durable call its role.
+    if down.is_none() {
+        probes.settle(SETTLE_LIMIT);
+    }
     // The partial last interval (also what a dying target did after the
     // last tick), so the totals equal the sum of the printed lines.
     let i = sampler.tick(&probes)?;
@@ -328,6 +333,11 @@ async fn run_loop(
     probes.drain_logs();
     Ok(())
 }
+
+/// How long the calls open when a trace ends may take to close: a
+/// redo fdatasync's p99 is a few ms, a stalled disk's can be far longer,
+/// and then the cut is a little inconsistent rather than Ctrl-C slow.
+const SETTLE_LIMIT: Duration = Duration::from_millis(250);
 
 /// How often a followed server's exit and return are looked for.
 const FOLLOW_POLL: Duration = Duration::from_millis(100);
@@ -382,8 +392,17 @@ pub fn run(args: TraceArgs) -> Result<()> {
             hint: "",
         });
     }
+    // From here a Ctrl-C is a flag, never the default death: attaching
+    // and the moments before the async handlers exist are covered too
+    // (checked after attach and at every tick).
+    crate::interrupt::install();
     let target = target(&args)?;
     let plan = Plan::new(&target)?;
+    if crate::interrupt::fired() {
+        return Err(Error::Interrupted {
+            phase: "read symbols",
+        });
+    }
     let probes = Probes::attach(&target, plan)?;
     if crate::interrupt::fired() {
         return Err(Error::Interrupted {

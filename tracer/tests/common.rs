@@ -26,6 +26,8 @@ pub struct Tracer {
     pub child: Child,
     stderr: mpsc::Receiver<String>,
     stdout: mpsc::Receiver<String>,
+    /// stdout lines read before `finish` (by `wait_interval`).
+    stdout_lines: Vec<String>,
     pub stderr_lines: Vec<String>,
 }
 
@@ -66,6 +68,7 @@ impl Tracer {
             child,
             stderr: erx,
             stdout: orx,
+            stdout_lines: Vec::new(),
             stderr_lines: Vec::new(),
         };
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -88,6 +91,22 @@ impl Tracer {
                         t.stderr_lines
                     );
                 }
+            }
+        }
+    }
+
+    /// Waits for the first interval line: the sampling loop runs, its
+    /// signal handlers are in place.
+    pub fn wait_interval(&mut self) {
+        loop {
+            let l = self
+                .stdout
+                .recv_timeout(Duration::from_secs(30))
+                .expect("no interval line within 30 s");
+            let first = l.contains(r#""type":"interval""#);
+            self.stdout_lines.push(l);
+            if first {
+                return;
             }
         }
     }
@@ -134,7 +153,11 @@ impl Tracer {
             self.stderr_lines
         );
         let mut lines = Vec::new();
+        let mut read = std::mem::take(&mut self.stdout_lines);
         while let Ok(l) = self.stdout.recv_timeout(Duration::from_secs(10)) {
+            read.push(l);
+        }
+        for l in read {
             lines.push(serde_json::from_str(&l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")));
         }
         (lines, self.stderr_lines)

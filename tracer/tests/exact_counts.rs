@@ -294,3 +294,49 @@ fn fd_map_overflow_is_counted_and_logged() {
         "{stderr:?}"
     );
 }
+
+/// A trace stopped while a redo flush is between its entry and its sync
+/// still counts that flush's sync: the end of a trace is a consistent cut
+/// (flushes begun are followed to their sync), or `n_flush` and
+/// `redo_fsync_in_flush` disagree by the flushes in flight.
+#[test]
+fn a_trace_stopped_mid_flush_counts_that_flush_sync() {
+    if needs_root() || (!has_tool("gcc") && testkit::skip("gcc missing: run `cargo xtask setup`")) {
+        return;
+    }
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().unwrap();
+    for (flavor, _) in FLAVORS {
+        let (bin, _) = build(dir.path(), flavor, Variant::Unstripped);
+        let work = tempfile::tempdir().unwrap();
+        let mut fx = Command::new(&bin)
+            .args(["1", work.path().to_str().unwrap(), "cut"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut tracer = Tracer::start(fx.id(), &[]);
+        // Interrupt the loop, not the setup before it.
+        tracer.wait_interval();
+        let mut stdin = fx.stdin.take().unwrap();
+        writeln!(stdin, "go").unwrap();
+        let mut out = BufReader::new(fx.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), r#"{"in_flush":true}"#, "{flavor}");
+        // Stop the trace now: the fixture is inside the flush function and
+        // syncs 150 ms later.
+        let lines = tracer.finish(true);
+        line.clear();
+        out.read_line(&mut line).unwrap();
+        let truth: Value = serde_json::from_str(&line).unwrap();
+        drop(stdin);
+        assert!(fx.wait().unwrap().success(), "{flavor}");
+        let t = &summary(&lines)["totals"];
+        let ctx = format!("{flavor}: truth {truth} totals {t}");
+        assert_eq!(t["durable"], truth["durable"], "{ctx}");
+        assert_eq!(t["n_flush"], truth["flushes"], "{ctx}");
+        assert_eq!(t["redo_fsync"], truth["redo_syncs"], "{ctx}");
+        assert_eq!(t["redo_fsync_in_flush"], truth["flushes"], "{ctx}");
+    }
+}

@@ -5,6 +5,7 @@ pub mod dwarf;
 pub mod ebpf_log;
 pub mod kernel;
 pub mod profiles;
+pub mod settle;
 pub mod symbols;
 
 use std::{
@@ -360,6 +361,9 @@ pub struct Probes {
     /// The fds in the kernel's `REDO_FDS`, and when they were last looked at.
     redo_fds: Vec<u32>,
     redo_checked: Option<std::time::Instant>,
+    /// CLOCK_MONOTONIC when every probe was in place: calls begun earlier
+    /// may have no return probe to close them (see `settle`).
+    attached_at_ns: u64,
 }
 
 fn set_pred<'a>(l: &mut EbpfLoader<'a>, names: [&'a str; 4], p: &'a Pred, op: &'a u32) {
@@ -542,6 +546,7 @@ impl Probes {
             pid: target.pid,
             redo_fds: Vec::new(),
             redo_checked: None,
+            attached_at_ns: settle::monotonic_ns(),
         };
         p.refresh_redo_fds();
         Ok(p)

@@ -1,0 +1,144 @@
+//! The end of a trace as a consistent cut. A flush counted at its entry
+//! whose fdatasync is still running when the maps are read last would
+//! leave `n_flush` one above the redo syncs inside it; a durable call
+//! counted at entry and still waiting would be neither leader nor
+//! follower. So the programs that open calls detach first, the calls
+//! already open are given a moment to close (their return and exit
+//! programs still run), and only then are the totals read.
+use std::time::{Duration, Instant};
+
+use aya::{
+    maps::{Array, HashMap, MapData},
+    programs::Program,
+};
+use tracer_ebpf::{maps, programs as prog, SyncStart, WriteStart};
+
+use super::Probes;
+
+/// Calls still open when `Probes::settle` gave up waiting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Unsettled {
+    pub writes: usize,
+    pub flushes: usize,
+    pub syncs: usize,
+}
+
+impl Unsettled {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// How often the open calls are looked at while they close.
+const POLL: Duration = Duration::from_millis(2);
+
+/// `CLOCK_MONOTONIC` in ns: the clock of `bpf_ktime_get_ns`.
+pub(super) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Detaches one program from everything it is attached to. Not loaded
+/// (not part of this plan, or another fsync mechanism won) is fine.
+fn detach(p: &mut Program) {
+    let _ = match p {
+        Program::UProbe(p) => p.unload(),
+        Program::TracePoint(p) => p.unload(),
+        Program::KProbe(p) => p.unload(),
+        Program::FEntry(p) => p.unload(),
+        Program::FExit(p) => p.unload(),
+        _ => Ok(()),
+    };
+}
+
+impl Probes {
+    /// Stops counting new calls and waits up to `limit` for the open ones
+    /// to close, so the next read is a consistent cut. For the last read
+    /// only: the openers stay detached. Two stages: the write and flush
+    /// functions stop first and the flushes in flight close, their own
+    /// fdatasyncs still counted; then the fsync entries stop and the
+    /// open syncs and write calls close. Entries older than the attach
+    /// itself never close (their return probe was not there yet when they
+    /// began) and are not waited for.
+    pub fn settle(&mut self, limit: Duration) -> Unsettled {
+        let deadline = Instant::now() + limit;
+        self.detach_all(prog::CALL_OPENERS);
+        while self.open_flushes() > 0 && Instant::now() < deadline {
+            std::thread::sleep(POLL);
+        }
+        self.detach_all(prog::SYNC_OPENERS);
+        // The write slots are an array of one slot per thread: scanned
+        // once, then only the open ones are looked at again.
+        let mut slots = self.open_write_slots(None);
+        loop {
+            let left = self.open_now(&slots);
+            if left.is_empty() || Instant::now() >= deadline {
+                return left;
+            }
+            std::thread::sleep(POLL);
+            slots = self.open_write_slots(Some(&slots));
+        }
+    }
+
+    fn detach_all(&mut self, names: &[&str]) {
+        for name in names {
+            if let Some(p) = self.ebpf.program_mut(name) {
+                detach(p);
+            }
+        }
+    }
+
+    /// The calls open now, the writes among `slots`.
+    fn open_now(&self, slots: &[u32]) -> Unsettled {
+        Unsettled {
+            writes: self.open_write_slots(Some(slots)).len(),
+            flushes: self.open_flushes(),
+            syncs: self.open_calls::<SyncStart>(maps::SYNC_START, |s| s.ts),
+        }
+    }
+
+    fn open_flushes(&self) -> usize {
+        self.open_calls::<u64>(maps::FLUSH_START, |ts| *ts)
+    }
+
+    /// Indices of the write slots holding a call begun since the attach
+    /// (of `only`, when given).
+    fn open_write_slots(&self, only: Option<&[u32]>) -> Vec<u32> {
+        let Some(map) = self.ebpf.map(maps::WRITE_START) else {
+            return Vec::new();
+        };
+        let Ok(slots) = Array::<&MapData, WriteStart>::try_from(map) else {
+            return Vec::new();
+        };
+        let open = |i: &u32| {
+            slots
+                .get(i, 0)
+                .is_ok_and(|w| w.owner != 0 && w.ts >= self.attached_at_ns)
+        };
+        match only {
+            Some(idx) => idx.iter().copied().filter(|i| open(i)).collect(),
+            None => (0..slots.len()).filter(|i| open(i)).collect(),
+        }
+    }
+
+    /// How many entries of the per-thread hash map `name` began since the
+    /// attach (their entry time by `ts`).
+    fn open_calls<V: aya::Pod>(&self, name: &'static str, ts: impl Fn(&V) -> u64) -> usize {
+        let Some(map) = self.ebpf.map(name) else {
+            return 0;
+        };
+        let Ok(calls) = HashMap::<&MapData, u64, V>::try_from(map) else {
+            return 0;
+        };
+        calls
+            .iter()
+            .filter_map(std::result::Result::ok)
+            .filter(|(_, v)| ts(v) >= self.attached_at_ns)
+            .count()
+    }
+}
