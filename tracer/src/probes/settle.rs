@@ -76,7 +76,11 @@ impl Probes {
         // once, then only the open ones are looked at again.
         let mut slots = self.open_write_slots(None);
         loop {
-            let left = self.open_now(&slots);
+            let left = Unsettled {
+                writes: slots.len(),
+                flushes: self.open_flushes(),
+                syncs: self.open_calls::<SyncStart>(maps::SYNC_START, |s| s.ts),
+            };
             if left.is_empty() || Instant::now() >= deadline {
                 return left;
             }
@@ -90,15 +94,6 @@ impl Probes {
             if let Some(p) = self.ebpf.program_mut(name) {
                 detach(p);
             }
-        }
-    }
-
-    /// The calls open now, the writes among `slots`.
-    fn open_now(&self, slots: &[u32]) -> Unsettled {
-        Unsettled {
-            writes: self.open_write_slots(Some(slots)).len(),
-            flushes: self.open_flushes(),
-            syncs: self.open_calls::<SyncStart>(maps::SYNC_START, |s| s.ts),
         }
     }
 
