@@ -311,7 +311,13 @@ async fn run_loop(
     // Calls open at the end close before the last read: every counted
     // flush then has its fdatasync, every durable call its role.
     if down.is_none() {
-        probes.settle(SETTLE_LIMIT);
+        let open = probes.settle(SETTLE_LIMIT);
+        if !open.is_empty() {
+            eprintln!(
+                "commitscope: {open} still open {} ms after the trace ended: the last totals count them without what they had not done yet (their fsync, their leader/follower role)",
+                SETTLE_LIMIT.as_millis()
+            );
+        }
     }
     // The partial last interval (also what a dying target did after the
     // last tick), so the totals equal the sum of the printed lines.

@@ -304,39 +304,69 @@ fn a_trace_stopped_mid_flush_counts_that_flush_sync() {
     if needs_root() || (!has_tool("gcc") && testkit::skip("gcc missing: run `cargo xtask setup`")) {
         return;
     }
-    use std::io::{BufRead, BufReader, Write};
     let dir = tempfile::tempdir().unwrap();
     for (flavor, _) in FLAVORS {
         let (bin, _) = build(dir.path(), flavor, Variant::Unstripped);
-        let work = tempfile::tempdir().unwrap();
-        let mut fx = Command::new(&bin)
-            .args(["1", work.path().to_str().unwrap(), "cut"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut tracer = Tracer::start(fx.id(), &[]);
-        // Interrupt the loop, not the setup before it.
-        tracer.wait_interval();
-        let mut stdin = fx.stdin.take().unwrap();
-        writeln!(stdin, "go").unwrap();
-        let mut out = BufReader::new(fx.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        assert_eq!(line.trim(), r#"{"in_flush":true}"#, "{flavor}");
-        // Stop the trace now: the fixture is inside the flush function and
-        // syncs 150 ms later.
-        let lines = tracer.finish(true);
-        line.clear();
-        out.read_line(&mut line).unwrap();
-        let truth: Value = serde_json::from_str(&line).unwrap();
-        drop(stdin);
-        assert!(fx.wait().unwrap().success(), "{flavor}");
-        let t = &summary(&lines)["totals"];
+        let (t, truth, _) = stop_mid_flush(&bin, 150);
         let ctx = format!("{flavor}: truth {truth} totals {t}");
         assert_eq!(t["durable"], truth["durable"], "{ctx}");
         assert_eq!(t["n_flush"], truth["flushes"], "{ctx}");
         assert_eq!(t["redo_fsync"], truth["redo_syncs"], "{ctx}");
         assert_eq!(t["redo_fsync_in_flush"], truth["flushes"], "{ctx}");
     }
+}
+
+/// A flush that outlasts the end's wait (a stalled disk): the trace does
+/// not wait for it, and says in one line what it left open.
+#[test]
+fn a_trace_whose_flush_outlasts_the_end_says_what_stayed_open() {
+    if needs_root() || (!has_tool("gcc") && testkit::skip("gcc missing: run `cargo xtask setup`")) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (bin, _) = build(dir.path(), "FLAVOR_MARIADB1011", Variant::Unstripped);
+    let (t, truth, stderr) = stop_mid_flush(&bin, 2000);
+    let ctx = format!("truth {truth} totals {t} stderr {stderr:?}");
+    let open: Vec<_> = stderr.iter().filter(|l| l.contains("still open")).collect();
+    assert_eq!(open.len(), 1, "{ctx}");
+    assert!(
+        open[0].starts_with("commitscope: 1 redo flush still open 250 ms"),
+        "{ctx}"
+    );
+    // Counted at its entry; its fdatasync came after the probes were gone.
+    assert_eq!(t["n_flush"], truth["flushes"], "{ctx}");
+    assert_eq!(t["redo_fsync_in_flush"], 0, "{ctx}");
+}
+
+/// Runs the fixture's `cut` mode (its flush dawdles `ms` before its
+/// fdatasync), interrupts a trace of it from inside the flush, and
+/// returns the trace's totals, the fixture's own counts and the trace's
+/// stderr.
+fn stop_mid_flush(bin: &std::path::Path, ms: u32) -> (Value, Value, Vec<String>) {
+    use std::io::{BufRead, BufReader, Write};
+    let work = tempfile::tempdir().unwrap();
+    let mut fx = Command::new(bin)
+        .args(["1", work.path().to_str().unwrap(), "cut", &ms.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut tracer = Tracer::start(fx.id(), &[]);
+    // Interrupt the loop, not the setup before it.
+    tracer.wait_interval();
+    let mut stdin = fx.stdin.take().unwrap();
+    writeln!(stdin, "go").unwrap();
+    let mut out = BufReader::new(fx.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), r#"{"in_flush":true}"#);
+    // Stop the trace now: the fixture is inside the flush function and
+    // syncs `ms` later.
+    let (lines, stderr) = tracer.finish_all(true);
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let truth: Value = serde_json::from_str(&line).unwrap();
+    drop(stdin);
+    assert!(fx.wait().unwrap().success());
+    (summary(&lines)["totals"].clone(), truth, stderr)
 }

@@ -4,6 +4,7 @@ mod bench;
 mod bench_exporter;
 mod bench_symbols;
 mod bench_tpcc;
+mod cpustat;
 mod dist;
 mod fuzz;
 mod setup;

@@ -29,6 +29,27 @@ impl Unsettled {
     }
 }
 
+/// "1 redo flush, 2 write calls": the non-zero parts, for the one-line
+/// warning of a trace whose end could not wait for them.
+impl std::fmt::Display for Unsettled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts = [
+            (self.flushes, "redo flush", "redo flushes"),
+            (self.syncs, "fsync", "fsyncs"),
+            (self.writes, "write call", "write calls"),
+        ];
+        let mut first = true;
+        for (n, one, many) in parts.into_iter().filter(|p| p.0 > 0) {
+            if !first {
+                f.write_str(", ")?;
+            }
+            first = false;
+            write!(f, "{n} {}", if n == 1 { one } else { many })?;
+        }
+        Ok(())
+    }
+}
+
 /// How often the open calls are looked at while they close.
 const POLL: Duration = Duration::from_millis(2);
 
@@ -135,5 +156,27 @@ impl Probes {
             .filter_map(std::result::Result::ok)
             .filter(|(_, v)| ts(v) >= self.attached_at_ns)
             .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Unsettled;
+
+    #[test]
+    fn names_only_what_stayed_open() {
+        let u = Unsettled {
+            writes: 2,
+            flushes: 1,
+            syncs: 0,
+        };
+        assert_eq!(u.to_string(), "1 redo flush, 2 write calls");
+        let u = Unsettled {
+            writes: 0,
+            flushes: 0,
+            syncs: 3,
+        };
+        assert_eq!(u.to_string(), "3 fsyncs");
+        assert!(Unsettled::default().is_empty());
     }
 }
