@@ -783,3 +783,156 @@ fn a_terminal_gets_a_progress_bar() {
         "{text}"
     );
 }
+
+/// A debuginfod behind TLS signed by a private CA, as a fleet's own
+/// server often is: trusted through SSL_CERT_FILE (as curl and elfutils'
+/// client trust it); without it, refused in one line that says why and
+/// how to trust it. No root needed: `commitscope probes` only reads.
+#[test]
+fn an_https_debuginfod_signed_by_a_private_ca() {
+    if !has_tool("openssl") {
+        testkit::skip("no openssl: run `cargo xtask setup`");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (id, _) = split_fixture(d.path());
+    let Some((_server, url, _)) = serve(d.path(), &id) else {
+        return;
+    };
+    let ca = private_ca_and_cert(d.path());
+    let https = tls_front(&d.path().join("srv.pem"), &d.path().join("srv.key"), &url);
+    let probes = |cache: &str, ca: Option<&Path>| {
+        let mut cmd = commitscope();
+        cmd.args(["probes", "--mysqld"])
+            .arg(d.path().join("fake"))
+            .args(["--debuginfod", &https])
+            .env("DEBUGINFOD_CACHE_PATH", d.path().join(cache))
+            .env_remove("SSL_CERT_DIR")
+            .env_remove("DEBUGINFOD_URLS");
+        match ca {
+            Some(ca) => cmd.env("SSL_CERT_FILE", ca),
+            None => cmd.env_remove("SSL_CERT_FILE"),
+        };
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = probes("cache-trusted", Some(&ca));
+    assert_eq!(code, Some(0), "{out}{err}");
+    // `symbols  debuginfod https://127.0.0.1:PORT`: fetched over TLS.
+    let from = format!("debuginfod {https}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("symbols") && l.ends_with(&from)),
+        "{out}{err}"
+    );
+
+    let (code, out, err) = probes("cache-untrusted", None);
+    assert_ne!(code, Some(0), "{out}{err}");
+    let said: Vec<_> = err.lines().filter(|l| l.contains(&https)).collect();
+    assert!(
+        said.iter()
+            .any(|l| l.contains("certificate is not trusted here") && l.contains("SSL_CERT_FILE")),
+        "{err}"
+    );
+    assert!(!d.path().join("cache-untrusted").join(&id).exists());
+}
+
+/// A CA (`ca.pem`) and a certificate for 127.0.0.1 it signed
+/// (`srv.pem`, `srv.key`), made by the openssl CLI in `dir`.
+fn private_ca_and_cert(dir: &Path) -> std::path::PathBuf {
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    run(Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=commitscope test CA",
+        ])
+        .args(ec)
+        .current_dir(dir)
+        .args(["-keyout", "ca.key", "-out", "ca.pem"])
+        .stderr(Stdio::null()));
+    run(Command::new("openssl")
+        .args(["req", "-subj", "/CN=127.0.0.1"])
+        .args(ec)
+        .current_dir(dir)
+        .args(["-keyout", "srv.key", "-out", "srv.csr"])
+        .stderr(Stdio::null()));
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    run(Command::new("openssl")
+        .args(["x509", "-req", "-days", "1", "-in", "srv.csr"])
+        .args(["-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial"])
+        .args(["-extfile", "san.ext", "-out", "srv.pem"])
+        .current_dir(dir)
+        .stderr(Stdio::null()));
+    dir.join("ca.pem")
+}
+
+/// A TLS front for the plain-HTTP server at `backend` (rustls, one thread
+/// per connection): its https:// URL. A GET has no body: the request
+/// head goes on with `Connection: close`, so the backend's EOF ends the
+/// response.
+fn tls_front(cert: &Path, key: &Path, backend: &str) -> String {
+    use rustls::pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
+    use std::io::{Read, Write};
+    let certs = CertificateDer::pem_file_iter(cert)
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = PrivateKeyDer::from_pem_file(key).unwrap();
+    let config = std::sync::Arc::new(
+        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap(),
+    );
+    let backend = backend.trim_start_matches("http://").to_string();
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("https://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for tcp in l.incoming().map_while(Result::ok) {
+            let (config, backend) = (config.clone(), backend.clone());
+            std::thread::spawn(move || {
+                let Ok(conn) = rustls::ServerConnection::new(config) else {
+                    return;
+                };
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                let mut head = Vec::new();
+                let mut b = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match tls.read(&mut b) {
+                        Ok(1) => head.push(b[0]),
+                        _ => return,
+                    }
+                }
+                head.truncate(head.len() - 2);
+                head.extend_from_slice(b"Connection: close\r\n\r\n");
+                let Ok(mut up) = std::net::TcpStream::connect(&backend) else {
+                    return;
+                };
+                if up.write_all(&head).is_ok() {
+                    let _ = std::io::copy(&mut up, &mut tls);
+                    tls.conn.send_close_notify();
+                    let _ = tls.flush();
+                }
+            });
+        }
+    });
+    url
+}

@@ -33,6 +33,8 @@ const APT: &[&str] = &[
     "prometheus-mysqld-exporter",
     "openssl",
     "curl",
+    // The system CA store the debuginfod client's HTTPS trusts.
+    "ca-certificates",
     // `cargo xtask vm-test` (issue 18): Debian's kernels booted under
     // qemu TCG with a busybox initramfs.
     "qemu-system-x86",

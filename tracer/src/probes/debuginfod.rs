@@ -251,21 +251,42 @@ fn request(
     build_id_hex: &str,
     timeout: Duration,
 ) -> Result<ureq::http::Response<ureq::Body>, FetchError> {
+    use ureq::tls::{RootCerts, TlsConfig};
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_connect(Some(timeout))
         .timeout_recv_response(Some(timeout))
         .http_status_as_error(false)
+        // The system's CA store (and SSL_CERT_FILE / SSL_CERT_DIR), as
+        // elfutils' libcurl client trusts: a fleet's own debuginfod is
+        // often signed by a private CA, which a bundled copy of Mozilla's
+        // roots would refuse.
+        .tls_config(
+            TlsConfig::builder()
+                .root_certs(RootCerts::PlatformVerifier)
+                .build(),
+        )
         .build()
         .into();
     let full = format!("{url}/buildid/{build_id_hex}/debuginfo");
     let resp = agent
         .get(&full)
         .call()
-        .map_err(|e| FetchError::Transport(e.to_string()))?;
+        .map_err(|e| FetchError::Transport(transport_error(&e)))?;
     match resp.status().as_u16() {
         200 => Ok(resp),
         404 => Err(FetchError::NotFound),
         s => Err(FetchError::Status(s)),
+    }
+}
+
+/// A transport error in words; a certificate this machine does not trust
+/// also says how to trust it.
+fn transport_error(e: &ureq::Error) -> String {
+    let text = e.to_string();
+    if text.contains("invalid peer certificate") {
+        format!("{text}: the server's certificate is not trusted here (a private CA: add it to the system's CA store or point SSL_CERT_FILE at it)")
+    } else {
+        text
     }
 }
 
