@@ -262,6 +262,10 @@ pub mod programs {
     pub const SYNC_EXIT_FEXIT_FSYNC: &str = "sync_exit_fexit_fsync";
     pub const SYNC_EXIT_FEXIT_FDATASYNC: &str = "sync_exit_fexit_fdatasync";
     pub const WRITE_SYSCALL_TP: &str = "write_syscall_tp";
+    pub const SYNC_ENTER_LIBC: &str = "sync_enter_libc";
+    pub const SYNC_EXIT_LIBC: &str = "sync_exit_libc";
+    pub const WRITE_LIBC: &str = "write_libc";
+    pub const WRITEV_LIBC: &str = "writev_libc";
 
     /// The programs that count a call when it begins or open a call that
     /// another program closes, in the order they detach when a trace ends
@@ -283,6 +287,7 @@ pub mod programs {
         SYNC_ENTER_FENTRY,
         SYNC_ENTER_FENTRY_FSYNC,
         SYNC_ENTER_FENTRY_FDATASYNC,
+        SYNC_ENTER_LIBC,
     ];
 }
 

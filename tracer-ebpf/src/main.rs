@@ -554,6 +554,19 @@ pub fn sync_exit_fexit_fdatasync(ctx: FExitContext) -> u32 {
     0
 }
 
+/// One write on `fd` by the traced process; `bytes` is None where the
+/// size is spread over an iovec array (pwritev), which is not read.
+#[inline(always)]
+fn count_fd_write<C: EbpfContext>(ctx: &C, fd: u64, bytes: Option<u64>) {
+    if let Some(s) = fd_slot(ctx, fd as u32, Counter::WriteLost) {
+        let s = unsafe { &mut *s };
+        s.writes += 1;
+        if let Some(b) = bytes {
+            s.write_bytes += b;
+        }
+    }
+}
+
 /// `sys_enter_write`, `sys_enter_pwrite64`, `sys_enter_pwritev`(2): counts
 /// writes per fd, for redo modes where each write is durable (O_DSYNC,
 /// write-through) and no fsync ever happens.
@@ -565,13 +578,52 @@ pub fn write_syscall_tp(ctx: TracePointContext) -> u32 {
     let nr: i32 = unsafe { ctx.read_at(8) }.unwrap_or(-1);
     let fd: u64 = unsafe { ctx.read_at(16) }.unwrap_or(u64::MAX);
     let count: u64 = unsafe { ctx.read_at(32) }.unwrap_or(0);
-    if let Some(s) = fd_slot(&ctx, fd as u32, Counter::WriteLost) {
-        let s = unsafe { &mut *s };
-        s.writes += 1;
-        if nr != NR_PWRITEV && nr != NR_PWRITEV2 {
-            s.write_bytes += count;
-        }
+    let vectored = nr == NR_PWRITEV || nr == NR_PWRITEV2;
+    count_fd_write(&ctx, fd, (!vectored).then_some(count));
+    0
+}
+
+// The C library's wrappers, probed in the traced process only. An enabled
+// syscall tracepoint sends every syscall of every process on the machine
+// through the kernel's slow path; these trap only when the server itself
+// calls them.
+
+/// uprobe on the C library's `fsync(int fd)` and `fdatasync(int fd)`.
+#[uprobe]
+pub fn sync_enter_libc(ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    sync_enter(id, ctx.arg::<u64>(0).unwrap_or(u64::MAX) & 0xffff_ffff);
+    0
+}
+
+/// uretprobe of the same.
+#[uretprobe]
+pub fn sync_exit_libc(ctx: RetProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    sync_exit(&ctx, id);
+    0
+}
+
+/// uprobe on `write(int fd, const void *buf, size_t n)` and
+/// `pwrite64(int fd, const void *buf, size_t n, off_t off)`.
+#[uprobe]
+pub fn write_libc(ctx: ProbeContext) -> u32 {
+    if is_target().is_none() {
+        return 0;
     }
+    let fd = ctx.arg::<u64>(0).unwrap_or(u64::MAX) & 0xffff_ffff;
+    count_fd_write(&ctx, fd, Some(ctx.arg::<u64>(2).unwrap_or(0)));
+    0
+}
+
+/// uprobe on `pwritev`/`pwritev2(int fd, const struct iovec *, int, ...)`.
+#[uprobe]
+pub fn writev_libc(ctx: ProbeContext) -> u32 {
+    if is_target().is_none() {
+        return 0;
+    }
+    let fd = ctx.arg::<u64>(0).unwrap_or(u64::MAX) & 0xffff_ffff;
+    count_fd_write(&ctx, fd, None);
     0
 }
 

@@ -69,6 +69,9 @@ pub enum Error {
         detail: String,
     },
 
+    #[error("--fsync-probe libc: no uprobes on the C library of pid {pid} ({detail}); use --fsync-probe auto or tracepoint")]
+    LibcProbeUnavailable { pid: u32, detail: String },
+
     #[error("tracefs is not available at /sys/kernel/tracing and mounting it failed ({detail}): mount it with `mount -t tracefs nodev /sys/kernel/tracing`")]
     NoTracefs { detail: String },
 

@@ -148,11 +148,19 @@ pub fn verbose_report(probes: &Probes) {
         .map(|why| format!(" (refused first: {why})"))
         .unwrap_or_default();
     let _ = writeln!(e, "commitscope: fsync: {} probes{at}{refused}", k.used);
-    let _ = writeln!(
-        e,
-        "commitscope: writes: tracepoints {}",
-        k.write_tracepoints.join(", ")
-    );
+    let _ = match &k.libc {
+        Some(l) => writeln!(
+            e,
+            "commitscope: writes: uprobes on {} in {}",
+            l.writes.join(", "),
+            l.library.display()
+        ),
+        None => writeln!(
+            e,
+            "commitscope: writes: tracepoints {}",
+            k.write_tracepoints.join(", ")
+        ),
+    };
     for p in &probes.plan.debug_looked_for {
         let _ = writeln!(e, "commitscope: debug file looked for: {}", p.display());
     }

@@ -157,8 +157,35 @@ fn exact_counts_for_every_flavor_and_symbol_source() {
     }
 }
 
+/// `commitscope trace --fsync-probe <kind>` for 0.3 s on a running fixture.
+fn trace_with_fsync_probe(bin: &Path, work: &Path, kind: &str) -> std::process::Output {
+    let mut fx = Command::new(bin)
+        .arg("10")
+        .arg(work)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = commitscope()
+        .args([
+            "trace",
+            "--json",
+            "--duration",
+            "0.3",
+            "--fsync-probe",
+            kind,
+        ])
+        .args(["--pid", &fx.id().to_string()])
+        .output()
+        .unwrap();
+    drop(fx.stdin.take());
+    let _ = fx.wait();
+    out
+}
+
 /// `--fsync-probe`: `auto` uses fentry where the kernel allows it, else a
-/// kprobe, else tracepoints (like CI's kernel); an explicit `fentry` or
+/// kprobe, else tracepoints (like CI's kernel); `libc` (the traced
+/// process's C library) and `tracepoint` count exactly; an explicit `fentry` or
 /// `kprobe` either works or fails in one line, exit 2 — and works exactly
 /// when `auto` could have used it.
 #[test]
@@ -183,6 +210,48 @@ fn fsync_probe_choice_and_fallback() {
     }
     assert_eq!(s["totals"]["redo_fsync"], truth["redo_syncs"], "{s}");
 
+    // The C library's wrappers and the syscall tracepoints, asked for by
+    // name, count the same syncs and writes exactly.
+    for kind in ["libc", "tracepoint"] {
+        let work = tempfile::tempdir().unwrap();
+        let (truth, lines, _) = run_traced_fixture(
+            Command::new(&bin).arg("1000").arg(work.path()),
+            &["--debug-dir", root.to_str().unwrap(), "--fsync-probe", kind],
+        );
+        let s = summary(&lines);
+        let t = &s["totals"];
+        assert_eq!(s["legend"]["fsync_probe"], kind, "{s}");
+        assert_eq!(t["redo_fsync"], truth["redo_syncs"], "{kind}: {s}");
+        assert_eq!(t["redo_writes"], truth["redo_writes"], "{kind}: {s}");
+        assert_eq!(t["n_flush"], truth["flushes"], "{kind}: {s}");
+    }
+
+    // Linked statically there is no C library to probe: `libc` refuses in
+    // one line; `auto` does not need one.
+    let fixed = dir.path().join("fake_static");
+    run(Command::new("gcc")
+        .args(["-O2", "-static", "-DFLAVOR_MARIADB1011"])
+        .arg(source())
+        .arg("-o")
+        .arg(&fixed));
+    let out = trace_with_fsync_probe(&fixed, dir.path(), "libc");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--fsync-probe libc: no uprobes on the C library of pid")
+            && err.contains("maps no C library"),
+        "{err}"
+    );
+    let work = tempfile::tempdir().unwrap();
+    let (truth, lines, _) = run_traced_fixture(
+        Command::new(&fixed).arg("1000").arg(work.path()),
+        &["--debug-dir", root.to_str().unwrap()],
+    );
+    let s = summary(&lines);
+    assert_eq!(s["legend"]["fsync_probe"], auto.as_str(), "{s}");
+    assert_eq!(s["totals"]["redo_fsync"], truth["redo_syncs"], "{s}");
+
     for kind in ["fentry", "kprobe"] {
         // Whether the kernel takes it: `auto` tries fentry first; a kernel
         // with the kprobe PMU takes kprobes unless `auto` took fentry
@@ -192,27 +261,7 @@ fn fsync_probe_choice_and_fallback() {
             _ if auto == "fentry" && kprobes => None,
             _ => Some(kprobes),
         };
-        let mut fx = Command::new(&bin)
-            .arg("10")
-            .arg(dir.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let out = commitscope()
-            .args([
-                "trace",
-                "--json",
-                "--duration",
-                "0.3",
-                "--fsync-probe",
-                kind,
-            ])
-            .args(["--pid", &fx.id().to_string()])
-            .output()
-            .unwrap();
-        drop(fx.stdin.take());
-        let _ = fx.wait();
+        let out = trace_with_fsync_probe(&bin, dir.path(), kind);
         let err = String::from_utf8_lossy(&out.stderr);
         if available.unwrap_or(out.status.success()) {
             assert!(out.status.success(), "{kind}: {err}");

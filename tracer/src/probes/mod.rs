@@ -4,6 +4,7 @@ pub mod debuginfod;
 pub mod dwarf;
 pub mod ebpf_log;
 pub mod kernel;
+pub mod libc;
 pub mod profiles;
 pub mod settle;
 pub mod symbols;
@@ -535,7 +536,7 @@ impl Probes {
                 );
             }
         }
-        let kernel = kernel::attach(&mut ebpf, target.fsync_probe)?;
+        let kernel = kernel::attach(&mut ebpf, target.fsync_probe, pid)?;
         let mut p = Probes {
             ebpf,
             logs,

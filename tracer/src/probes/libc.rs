@@ -1,0 +1,161 @@
+//! Syncs and writes counted at the C library's wrappers, in the traced
+//! process only (`--fsync-probe libc`). Where neither fentry nor kprobes
+//! work, the alternative is the syscall tracepoints, and an enabled syscall
+//! tracepoint sends every syscall of every process on the host through the
+//! kernel's slow path (about 55 ns each on CI's VMs): on a database host
+//! that runs other work, everything pays for the exporter. A uprobe in the
+//! server's C library traps only when the server itself syncs or writes,
+//! about once per group commit.
+//!
+//! What it cannot see: syscalls made without the C library (a raw
+//! `syscall(2)`, io_uring submissions), and a statically linked server has
+//! no C library to probe: asked for there, it fails in one line.
+use std::{num::NonZeroU32, path::PathBuf};
+
+use aya::{
+    programs::{
+        uprobe::{UProbeAttachLocation, UProbeLinkId, UProbeScope},
+        UProbe,
+    },
+    Ebpf,
+};
+use tracer_ebpf::programs as prog;
+
+/// The wrappers and the program each one gets. `pwritev2` is missing from
+/// old C libraries: optional.
+const SYNCS: &[&str] = &["fsync", "fdatasync"];
+const WRITES: &[(&str, &str, bool)] = &[
+    ("write", prog::WRITE_LIBC, true),
+    ("pwrite64", prog::WRITE_LIBC, true),
+    ("pwritev", prog::WRITEV_LIBC, true),
+    ("pwritev2", prog::WRITEV_LIBC, false),
+];
+
+/// What got attached: the library and the wrappers probed in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LibcAttach {
+    pub library: PathBuf,
+    pub writes: Vec<&'static str>,
+}
+
+/// The C library mapped into a process, from its `/proc/<pid>/maps`: the
+/// path of a mapping named `libc.so.<n>` or `libc-<version>.so`. None for
+/// a statically linked program (or a C library under another name).
+pub fn find_libc(maps: &str) -> Option<&str> {
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|path| {
+            let name = path.rsplit('/').next().unwrap_or_default();
+            path.starts_with('/')
+                && (name.starts_with("libc.so.")
+                    || (name.starts_with("libc-") && name.ends_with(".so")))
+        })
+}
+
+/// The path to give the kernel for `pid`'s C library: through
+/// `/proc/<pid>/root`, so a server in another mount namespace (a
+/// container) is probed in its own file, not the host's.
+fn libc_of(pid: NonZeroU32) -> Result<PathBuf, String> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .map_err(|e| format!("/proc/{pid}/maps: {e}"))?;
+    let path = find_libc(&maps)
+        .ok_or_else(|| format!("pid {pid} maps no C library (statically linked?)"))?;
+    Ok(PathBuf::from(format!("/proc/{pid}/root{path}")))
+}
+
+fn uprobe<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut UProbe, String> {
+    let p: &mut UProbe = ebpf
+        .program_mut(name)
+        .ok_or_else(|| format!("{name} missing from the object"))?
+        .try_into()
+        .map_err(|e| format!("{name}: {e}"))?;
+    if p.fd().is_err() {
+        p.load().map_err(|e| format!("{name}: {e}"))?;
+    }
+    Ok(p)
+}
+
+/// Attaches the sync and write programs to `pid`'s C library. All or
+/// nothing: on an error what was attached is detached again, so the
+/// caller can fall back to tracepoints without counting anything twice.
+pub fn attach(ebpf: &mut Ebpf, pid: NonZeroU32) -> Result<LibcAttach, String> {
+    let library = libc_of(pid)?;
+    let mut links: Vec<(&'static str, UProbeLinkId)> = Vec::new();
+    let result = attach_all(ebpf, pid, &library, &mut links);
+    if result.is_err() {
+        for (name, id) in links {
+            if let Ok(p) = uprobe(ebpf, name) {
+                let _ = p.detach(id);
+            }
+        }
+    }
+    result.map(|writes| LibcAttach { library, writes })
+}
+
+fn attach_all(
+    ebpf: &mut Ebpf,
+    pid: NonZeroU32,
+    library: &std::path::Path,
+    links: &mut Vec<(&'static str, UProbeLinkId)>,
+) -> Result<Vec<&'static str>, String> {
+    let mut one = |name: &'static str, symbol: &str| -> Result<(), String> {
+        let id = uprobe(ebpf, name)?
+            .attach(
+                UProbeAttachLocation::Symbol(symbol),
+                library,
+                UProbeScope::OneProcess(pid),
+            )
+            .map_err(|e| format!("{symbol} in {}: {e}", library.display()))?;
+        links.push((name, id));
+        Ok(())
+    };
+    for sym in SYNCS {
+        one(prog::SYNC_ENTER_LIBC, sym)?;
+        one(prog::SYNC_EXIT_LIBC, sym)?;
+    }
+    let mut writes = Vec::new();
+    for &(sym, name, required) in WRITES {
+        match one(name, sym) {
+            Ok(()) => writes.push(sym),
+            Err(e) if required => return Err(e),
+            Err(_) => {}
+        }
+    }
+    Ok(writes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_c_library_is_found_among_the_mappings() {
+        let maps = "\
+55d0c0a00000-55d0c0a01000 r--p 00000000 fe:01 1234 /usr/sbin/mariadbd
+7f1e2c000000-7f1e2c021000 rw-p 00000000 00:00 0
+7f1e2d200000-7f1e2d226000 r--p 00000000 fe:01 5678 /usr/lib/x86_64-linux-gnu/libcrypt.so.1.1.0
+7f1e2d400000-7f1e2d426000 r--p 00000000 fe:01 5679 /usr/lib/x86_64-linux-gnu/libc.so.6
+7ffd1c5e0000-7ffd1c601000 rw-p 00000000 00:00 0 [stack]
+";
+        assert_eq!(find_libc(maps), Some("/usr/lib/x86_64-linux-gnu/libc.so.6"));
+        assert_eq!(
+            find_libc("0-1 r-xp 0 fe:01 9 /lib/libc-2.17.so\n"),
+            Some("/lib/libc-2.17.so")
+        );
+    }
+
+    #[test]
+    fn a_static_program_has_no_c_library() {
+        let maps = "\
+00400000-00401000 r--p 00000000 fe:01 1234 /fx/mariadb
+7ffd1c5e0000-7ffd1c601000 rw-p 00000000 00:00 0 [stack]
+7ffd1c700000-7ffd1c702000 r-xp 00000000 00:00 0 [vdso]
+";
+        assert_eq!(find_libc(maps), None);
+        // Not the C library, though the names begin alike.
+        assert_eq!(
+            find_libc("0-1 r-xp 0 fe:01 9 /usr/lib/libcrypt.so.1\n0-1 r-xp 0 fe:01 9 /usr/lib/libc++.so.1\n"),
+            None
+        );
+    }
+}
