@@ -233,7 +233,8 @@ pub struct ProbeArgs {
     /// Server flavor/version when it cannot be detected (e.g. mariadb-10.11, mysql-8.0.36).
     #[arg(long, value_name = "VERSION")]
     pub server_version: Option<String>,
-    /// How to count fsync/fdatasync: kprobe on do_fsync, or syscall tracepoints.
+    /// How to count fsync/fdatasync and writes: fentry or kprobe on do_fsync,
+    /// the server's C library, or syscall tracepoints.
     #[arg(long, value_enum, default_value_t = FsyncProbe::Auto)]
     pub fsync_probe: FsyncProbe,
     /// Group-commit leaders and followers and their waits (adds the write

@@ -39,59 +39,67 @@ fn debian_stripped_mariadbd_falls_back_to_server_layer() {
         return;
     };
     prepare(&server);
-    let tracer = Tracer::start(server.pid(), &["-v"]);
-    let fsyncs_before = server.status("Innodb_data_fsyncs");
-    let commits = server.drive_updates("cs_test", CLIENTS, PER_CLIENT);
-    let fsyncs_after = server.status("Innodb_data_fsyncs");
-    let stderr = tracer.stderr_lines.clone();
-    let lines = tracer.finish(true);
-    let s = summary(&lines);
-    let t = &s["totals"];
-    let ctx = format!("stderr {stderr:?} summary {s}");
+    // The syscall tracepoints (auto, on this kernel) and the C library's
+    // wrappers (`--fsync-probe libc`) must both agree with the server.
+    for args in [&["-v"][..], &["-v", "--fsync-probe", "libc"][..]] {
+        let tracer = Tracer::start(server.pid(), args);
+        let fsyncs_before = server.status("Innodb_data_fsyncs");
+        let commits = server.drive_updates("cs_test", CLIENTS, PER_CLIENT);
+        let fsyncs_after = server.status("Innodb_data_fsyncs");
+        let stderr = tracer.stderr_lines.clone();
+        let lines = tracer.finish(true);
+        let s = summary(&lines);
+        let t = &s["totals"];
+        let ctx = format!("{args:?}: stderr {stderr:?} summary {s}");
+        if args.contains(&"libc") {
+            assert_eq!(s["legend"]["fsync_probe"], "libc", "{ctx}");
+            assert!(t["redo_writes"].as_u64() > Some(0), "{ctx}");
+        }
 
-    let fallback = format!(
-        "commitscope: log_write_up_to not found in {} (stripped, no debug file): counting commits at ha_commit_one_phase + MYSQL_BIN_LOG::log_and_order; install the -dbgsym package for exact n_write",
-        bin.display()
-    );
-    assert!(stderr.contains(&fallback), "{ctx}");
-    assert_eq!(
-        s["legend"]["n_write_source"], "ha_commit_one_phase + MYSQL_BIN_LOG::log_and_order",
-        "{ctx}"
-    );
-    assert!(s["legend"]["fallback"].is_string(), "{ctx}");
-    assert!(
-        t["durable"].is_null(),
-        "durable must not be claimed in fallback: {ctx}"
-    );
-    assert_eq!(s["end"], "interrupted", "{ctx}");
-    // Every autocommit UPDATE commits once through ha_commit_one_phase.
-    assert_eq!(t["n_write"].as_u64(), Some(commits), "{ctx}");
-    // n_flush falls back to the kernel's redo fdatasyncs.
-    assert_eq!(t["n_flush"], t["redo_fsync"], "{ctx}");
-    let redo = t["redo_fsync"].as_u64().unwrap();
-    let data = t["data_fsync"].as_u64().unwrap();
-    assert!(redo > 0 && redo <= commits, "{ctx}");
-    // Innodb_data_fsyncs counts every InnoDB fsync (redo and data files).
-    // Our window opens a little before the first status read and closes a
-    // little after the second, so an idle-time background log flush
-    // (about one per second in 10.11) may fall in ours only: allow 2.
-    let server_delta = fsyncs_after - fsyncs_before;
-    let ours = redo + data;
-    assert!(
-        ours >= server_delta && ours <= server_delta + 2,
-        "ours {ours} (redo {redo} + data {data}) vs Innodb_data_fsyncs delta {server_delta}: {ctx}"
-    );
-    // The verbose lines say what was attached and that fsync fell back or not.
-    assert!(
-        stderr
-            .iter()
-            .any(|l| l.contains("write uprobe") && l.contains("ha_commit_one_phase")),
-        "{ctx}"
-    );
-    assert!(
-        stderr.iter().any(|l| l.contains("commitscope: fsync:")),
-        "{ctx}"
-    );
+        let fallback = format!(
+            "commitscope: log_write_up_to not found in {} (stripped, no debug file): counting commits at ha_commit_one_phase + MYSQL_BIN_LOG::log_and_order; install the -dbgsym package for exact n_write",
+            bin.display()
+        );
+        assert!(stderr.contains(&fallback), "{ctx}");
+        assert_eq!(
+            s["legend"]["n_write_source"], "ha_commit_one_phase + MYSQL_BIN_LOG::log_and_order",
+            "{ctx}"
+        );
+        assert!(s["legend"]["fallback"].is_string(), "{ctx}");
+        assert!(
+            t["durable"].is_null(),
+            "durable must not be claimed in fallback: {ctx}"
+        );
+        assert_eq!(s["end"], "interrupted", "{ctx}");
+        // Every autocommit UPDATE commits once through ha_commit_one_phase.
+        assert_eq!(t["n_write"].as_u64(), Some(commits), "{ctx}");
+        // n_flush falls back to the kernel's redo fdatasyncs.
+        assert_eq!(t["n_flush"], t["redo_fsync"], "{ctx}");
+        let redo = t["redo_fsync"].as_u64().unwrap();
+        let data = t["data_fsync"].as_u64().unwrap();
+        assert!(redo > 0 && redo <= commits, "{ctx}");
+        // Innodb_data_fsyncs counts every InnoDB fsync (redo and data files).
+        // Our window opens a little before the first status read and closes a
+        // little after the second, so an idle-time background log flush
+        // (about one per second in 10.11) may fall in ours only: allow 2.
+        let server_delta = fsyncs_after - fsyncs_before;
+        let ours = redo + data;
+        assert!(
+            ours >= server_delta && ours <= server_delta + 2,
+            "ours {ours} (redo {redo} + data {data}) vs Innodb_data_fsyncs delta {server_delta}: {ctx}"
+        );
+        // The verbose lines say what was attached and that fsync fell back or not.
+        assert!(
+            stderr
+                .iter()
+                .any(|l| l.contains("write uprobe") && l.contains("ha_commit_one_phase")),
+            "{ctx}"
+        );
+        assert!(
+            stderr.iter().any(|l| l.contains("commitscope: fsync:")),
+            "{ctx}"
+        );
+    }
 }
 
 /// One traced window over `clients` x `per_client` updates.

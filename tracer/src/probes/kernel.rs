@@ -34,7 +34,8 @@ pub enum FsyncProbe {
     /// write wrappers (no syscall tracepoint at all). Misses syscalls made
     /// without the C library (raw syscall(2), io_uring).
     Libc,
-    /// The sys_enter/sys_exit tracepoints of fsync and fdatasync.
+    /// The sys_enter/sys_exit tracepoints of fsync and fdatasync (every
+    /// syscall on the host then takes the kernel's slow path).
     Tracepoint,
 }
 
