@@ -226,6 +226,56 @@ fn fsync_probe_choice_and_fallback() {
         assert_eq!(t["n_flush"], truth["flushes"], "{kind}: {s}");
     }
 
+    // A C library replaced on disk while the server runs (a package
+    // upgrade leaves `(deleted)` in its maps): probed in the file the
+    // process still maps, not in the new one at the same path.
+    let old = dir.path().join("oldlibc");
+    std::fs::create_dir_all(&old).unwrap();
+    let system_libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
+    std::fs::copy(system_libc, old.join("libc.so.6")).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let fx = Command::new(&bin)
+        .arg("1000")
+        .arg(work.path())
+        .env("LD_LIBRARY_PATH", &old)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let maps = format!("/proc/{}/maps", fx.id());
+    let ours = old.join("libc.so.6").display().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !std::fs::read_to_string(&maps)
+        .unwrap_or_default()
+        .contains(&ours)
+    {
+        assert!(std::time::Instant::now() < deadline, "{ours} never mapped");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::fs::remove_file(&ours).unwrap();
+    std::fs::copy(system_libc, &ours).unwrap();
+    let m = std::fs::read_to_string(&maps).unwrap();
+    assert!(m.contains(&format!("{ours} (deleted)")), "{m}");
+    let tracer = Tracer::start(
+        fx.id(),
+        &[
+            "--debug-dir",
+            root.to_str().unwrap(),
+            "--fsync-probe",
+            "libc",
+        ],
+    );
+    let (truth, lines, _) = go_and_finish(fx, tracer);
+    let s = summary(&lines);
+    assert_eq!(
+        s["totals"]["redo_fsync"], truth["redo_syncs"],
+        "replaced libc: {s}"
+    );
+    assert_eq!(
+        s["totals"]["redo_writes"], truth["redo_writes"],
+        "replaced libc: {s}"
+    );
+
     // Linked statically there is no C library to probe: `libc` refuses in
     // one line; `auto` does not need one.
     let fixed = dir.path().join("fake_static");

@@ -281,7 +281,8 @@ fn attach_tracepoints(ebpf: &mut Ebpf, prog_name: &str, exit: bool) -> Result<()
 }
 
 /// Attaches the fsync/fdatasync probes (per `choice`) and the write
-/// tracepoints.
+/// tracepoints, or with `Libc` the uprobes on the server's C library for
+/// both.
 pub fn attach(ebpf: &mut Ebpf, choice: FsyncProbe, pid: NonZeroU32) -> Result<KernelAttach> {
     let mut refusals = Vec::new();
     let mut kernel_functions = None;

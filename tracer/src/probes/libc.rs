@@ -31,7 +31,8 @@ const WRITES: &[(&str, &str, bool)] = &[
     ("pwritev2", prog::WRITEV_LIBC, false),
 ];
 
-/// What got attached: the library and the wrappers probed in it.
+/// What got attached: the library (its path in the server's mount
+/// namespace) and the wrappers probed in it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LibcAttach {
     pub library: PathBuf,
@@ -39,28 +40,36 @@ pub struct LibcAttach {
 }
 
 /// The C library mapped into a process, from its `/proc/<pid>/maps`: the
-/// path of a mapping named `libc.so.<n>` or `libc-<version>.so`. None for
-/// a statically linked program (or a C library under another name).
-pub fn find_libc(maps: &str) -> Option<&str> {
-    maps.lines()
-        .filter_map(|l| l.split_whitespace().nth(5))
-        .find(|path| {
-            let name = path.rsplit('/').next().unwrap_or_default();
-            path.starts_with('/')
-                && (name.starts_with("libc.so.")
-                    || (name.starts_with("libc-") && name.ends_with(".so")))
-        })
+/// address range of a mapping named `libc.so.<n>` or `libc-<version>.so`,
+/// and that name. None for a statically linked program (or a C library
+/// under another name).
+pub fn find_libc(maps: &str) -> Option<(&str, &str)> {
+    maps.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        let range = f.next()?;
+        let path = f.nth(4)?;
+        let name = path.rsplit('/').next().unwrap_or_default();
+        let libc = path.starts_with('/')
+            && (name.starts_with("libc.so.")
+                || (name.starts_with("libc-") && name.ends_with(".so")));
+        libc.then_some((range, path))
+    })
 }
 
-/// The path to give the kernel for `pid`'s C library: through
-/// `/proc/<pid>/root`, so a server in another mount namespace (a
-/// container) is probed in its own file, not the host's.
-fn libc_of(pid: NonZeroU32) -> Result<PathBuf, String> {
+/// The path to give the kernel for `pid`'s C library: its mapping's
+/// `/proc/<pid>/map_files` entry, which names the very file the process
+/// has mapped. The path in `maps` may name another one: the host's file
+/// for a server in a container, or the new C library after a package
+/// upgrade replaced the one a long-running server still uses (`(deleted)`
+/// in `maps`), where a probe would never fire.
+fn libc_of(pid: NonZeroU32) -> Result<(PathBuf, String), String> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))
         .map_err(|e| format!("/proc/{pid}/maps: {e}"))?;
-    let path = find_libc(&maps)
+    let (range, path) = find_libc(&maps)
         .ok_or_else(|| format!("pid {pid} maps no C library (statically linked?)"))?;
-    Ok(PathBuf::from(format!("/proc/{pid}/root{path}")))
+    let file = PathBuf::from(format!("/proc/{pid}/map_files/{range}"));
+    std::fs::metadata(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok((file, path.to_string()))
 }
 
 fn uprobe<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut UProbe, String> {
@@ -79,9 +88,9 @@ fn uprobe<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut UProbe, String> 
 /// nothing: on an error what was attached is detached again, so the
 /// caller can fall back to tracepoints without counting anything twice.
 pub fn attach(ebpf: &mut Ebpf, pid: NonZeroU32) -> Result<LibcAttach, String> {
-    let library = libc_of(pid)?;
+    let (file, library) = libc_of(pid)?;
     let mut links: Vec<(&'static str, UProbeLinkId)> = Vec::new();
-    let result = attach_all(ebpf, pid, &library, &mut links);
+    let result = attach_all(ebpf, pid, &file, &mut links);
     if result.is_err() {
         for (name, id) in links {
             if let Ok(p) = uprobe(ebpf, name) {
@@ -89,7 +98,10 @@ pub fn attach(ebpf: &mut Ebpf, pid: NonZeroU32) -> Result<LibcAttach, String> {
             }
         }
     }
-    result.map(|writes| LibcAttach { library, writes })
+    result.map(|writes| LibcAttach {
+        library: PathBuf::from(library),
+        writes,
+    })
 }
 
 fn attach_all(
@@ -105,7 +117,7 @@ fn attach_all(
                 library,
                 UProbeScope::OneProcess(pid),
             )
-            .map_err(|e| format!("{symbol} in {}: {e}", library.display()))?;
+            .map_err(|e| format!("{symbol} in the C library ({}): {e}", library.display()))?;
         links.push((name, id));
         Ok(())
     };
@@ -137,10 +149,21 @@ mod tests {
 7f1e2d400000-7f1e2d426000 r--p 00000000 fe:01 5679 /usr/lib/x86_64-linux-gnu/libc.so.6
 7ffd1c5e0000-7ffd1c601000 rw-p 00000000 00:00 0 [stack]
 ";
-        assert_eq!(find_libc(maps), Some("/usr/lib/x86_64-linux-gnu/libc.so.6"));
+        assert_eq!(
+            find_libc(maps),
+            Some((
+                "7f1e2d400000-7f1e2d426000",
+                "/usr/lib/x86_64-linux-gnu/libc.so.6"
+            ))
+        );
         assert_eq!(
             find_libc("0-1 r-xp 0 fe:01 9 /lib/libc-2.17.so\n"),
-            Some("/lib/libc-2.17.so")
+            Some(("0-1", "/lib/libc-2.17.so"))
+        );
+        // Replaced on disk by an upgrade: still found, by its mapping.
+        assert_eq!(
+            find_libc("a-b r-xp 0 fe:01 9 /usr/lib/x86_64-linux-gnu/libc.so.6 (deleted)\n"),
+            Some(("a-b", "/usr/lib/x86_64-linux-gnu/libc.so.6"))
         );
     }
 
