@@ -284,15 +284,27 @@ fn attach_tracepoints(ebpf: &mut Ebpf, prog_name: &str, exit: bool) -> Result<()
 /// tracepoints, or with `Libc` the uprobes on the server's C library for
 /// both.
 pub fn attach(ebpf: &mut Ebpf, choice: FsyncProbe, pid: NonZeroU32) -> Result<KernelAttach> {
+    if choice == FsyncProbe::Libc {
+        let l = super::libc::attach(ebpf, pid).map_err(|detail| Error::LibcProbeUnavailable {
+            pid: pid.get(),
+            detail,
+        })?;
+        return Ok(KernelAttach {
+            used: FsyncProbe::Libc,
+            kernel_functions: Some(format!("fsync, fdatasync in {}", l.library.display())),
+            fallback_reason: None,
+            write_tracepoints: Vec::new(),
+            libc: Some(l),
+        });
+    }
     let mut refusals = Vec::new();
     let mut kernel_functions = None;
     let mut used = FsyncProbe::Tracepoint;
     let tries: &[FsyncProbe] = match choice {
         FsyncProbe::Auto => AUTO_ORDER,
-        FsyncProbe::Tracepoint => &[],
+        FsyncProbe::Tracepoint | FsyncProbe::Libc => &[],
         FsyncProbe::Fentry => &[FsyncProbe::Fentry],
         FsyncProbe::Kprobe => &[FsyncProbe::Kprobe],
-        FsyncProbe::Libc => &[],
     };
     for &kind in tries {
         match attach_functions(ebpf, kind) {
@@ -310,19 +322,6 @@ pub fn attach(ebpf: &mut Ebpf, choice: FsyncProbe, pid: NonZeroU32) -> Result<Ke
             }
             Err(detail) => refusals.push(format!("{kind}: {detail}")),
         }
-    }
-    if choice == FsyncProbe::Libc {
-        let l = super::libc::attach(ebpf, pid).map_err(|detail| Error::LibcProbeUnavailable {
-            pid: pid.get(),
-            detail,
-        })?;
-        return Ok(KernelAttach {
-            used: FsyncProbe::Libc,
-            kernel_functions: Some(format!("fsync, fdatasync in {}", l.library.display())),
-            fallback_reason: None,
-            write_tracepoints: Vec::new(),
-            libc: Some(l),
-        });
     }
     let fallback_reason = (!refusals.is_empty()).then(|| refusals.join("; "));
     // The write tracepoints need tracefs whichever sync probe is used.

@@ -13,10 +13,7 @@
 use std::{num::NonZeroU32, path::PathBuf};
 
 use aya::{
-    programs::{
-        uprobe::{UProbeAttachLocation, UProbeLinkId, UProbeScope},
-        UProbe,
-    },
+    programs::uprobe::{UProbeAttachLocation, UProbeScope},
     Ebpf,
 };
 use tracer_ebpf::programs as prog;
@@ -72,54 +69,21 @@ fn libc_of(pid: NonZeroU32) -> Result<(PathBuf, String), String> {
     Ok((file, path.to_string()))
 }
 
-fn uprobe<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut UProbe, String> {
-    let p: &mut UProbe = ebpf
-        .program_mut(name)
-        .ok_or_else(|| format!("{name} missing from the object"))?
-        .try_into()
-        .map_err(|e| format!("{name}: {e}"))?;
-    if p.fd().is_err() {
-        p.load().map_err(|e| format!("{name}: {e}"))?;
-    }
-    Ok(p)
-}
-
-/// Attaches the sync and write programs to `pid`'s C library. All or
-/// nothing: on an error what was attached is detached again, so the
-/// caller can fall back to tracepoints without counting anything twice.
+/// Attaches the sync and write programs to `pid`'s C library. On an error
+/// nothing needs undoing here: the caller fails, and dropping its `Ebpf`
+/// detaches whatever was attached.
 pub fn attach(ebpf: &mut Ebpf, pid: NonZeroU32) -> Result<LibcAttach, String> {
     let (file, library) = libc_of(pid)?;
-    let mut links: Vec<(&'static str, UProbeLinkId)> = Vec::new();
-    let result = attach_all(ebpf, pid, &file, &mut links);
-    if result.is_err() {
-        for (name, id) in links {
-            if let Ok(p) = uprobe(ebpf, name) {
-                let _ = p.detach(id);
-            }
-        }
-    }
-    result.map(|writes| LibcAttach {
-        library: PathBuf::from(library),
-        writes,
-    })
-}
-
-fn attach_all(
-    ebpf: &mut Ebpf,
-    pid: NonZeroU32,
-    library: &std::path::Path,
-    links: &mut Vec<(&'static str, UProbeLinkId)>,
-) -> Result<Vec<&'static str>, String> {
-    let mut one = |name: &'static str, symbol: &str| -> Result<(), String> {
-        let id = uprobe(ebpf, name)?
+    let mut one = |name: &str, symbol: &str| -> Result<(), String> {
+        super::loaded_uprobe(ebpf, name)
+            .map_err(|e| format!("{name}: {e}"))?
             .attach(
                 UProbeAttachLocation::Symbol(symbol),
-                library,
+                &file,
                 UProbeScope::OneProcess(pid),
             )
-            .map_err(|e| format!("{symbol} in the C library ({}): {e}", library.display()))?;
-        links.push((name, id));
-        Ok(())
+            .map(drop)
+            .map_err(|e| format!("{symbol} in the C library ({library}): {e}"))
     };
     for sym in SYNCS {
         one(prog::SYNC_ENTER_LIBC, sym)?;
@@ -133,7 +97,10 @@ fn attach_all(
             Err(_) => {}
         }
     }
-    Ok(writes)
+    Ok(LibcAttach {
+        library: PathBuf::from(library),
+        writes,
+    })
 }
 
 #[cfg(test)]

@@ -374,6 +374,23 @@ fn set_pred<'a>(l: &mut EbpfLoader<'a>, names: [&'a str; 4], p: &'a Pred, op: &'
         .override_global(names[3], &p.value, true);
 }
 
+/// The uprobe program `name`, loaded on first use: one program may attach
+/// at several points.
+pub(crate) fn loaded_uprobe<'a>(
+    ebpf: &'a mut Ebpf,
+    name: &str,
+) -> std::result::Result<&'a mut UProbe, String> {
+    let p: &mut UProbe = ebpf
+        .program_mut(name)
+        .ok_or_else(|| "missing from the object".to_string())?
+        .try_into()
+        .map_err(|e| format!("{e}"))?;
+    if p.fd().is_err() {
+        p.load().map_err(|e| format!("{e}"))?;
+    }
+    Ok(p)
+}
+
 /// Attaches `prog_name` at `offset` in `exe` (the entry of `at`, or of
 /// one of its inlined copies).
 fn attach_uprobe(
@@ -400,15 +417,7 @@ fn attach_uprobe(
             detail,
         }
     };
-    let p: &mut UProbe = ebpf
-        .program_mut(prog_name)
-        .ok_or_else(|| err("missing from the object".into()))?
-        .try_into()
-        .map_err(|e| err(format!("{e}")))?;
-    // One program may attach at several points: load it once.
-    if p.fd().is_err() {
-        p.load().map_err(|e| err(format!("{e}")))?;
-    }
+    let p = loaded_uprobe(ebpf, prog_name).map_err(err)?;
     p.attach(
         UProbeAttachLocation::AbsoluteOffset(offset),
         exe,
