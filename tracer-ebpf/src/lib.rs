@@ -262,6 +262,12 @@ pub mod programs {
     pub const SYNC_EXIT_FEXIT_FSYNC: &str = "sync_exit_fexit_fsync";
     pub const SYNC_EXIT_FEXIT_FDATASYNC: &str = "sync_exit_fexit_fdatasync";
     pub const WRITE_SYSCALL_TP: &str = "write_syscall_tp";
+    pub const WRITE_SYS_KPROBE: &str = "write_sys_kprobe";
+    pub const WRITEV_SYS_KPROBE: &str = "writev_sys_kprobe";
+    pub const WRITE_FENTRY_WRITE: &str = "write_fentry_write";
+    pub const WRITE_FENTRY_PWRITE64: &str = "write_fentry_pwrite64";
+    pub const WRITE_FENTRY_PWRITEV: &str = "write_fentry_pwritev";
+    pub const WRITE_FENTRY_PWRITEV2: &str = "write_fentry_pwritev2";
     pub const SYNC_ENTER_LIBC: &str = "sync_enter_libc";
     pub const SYNC_EXIT_LIBC: &str = "sync_exit_libc";
     pub const WRITE_LIBC: &str = "write_libc";

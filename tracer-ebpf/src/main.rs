@@ -473,17 +473,22 @@ pub fn sync_enter_kprobe(ctx: ProbeContext) -> u32 {
     0
 }
 
-/// The fd a syscall wrapper (`__x64_sys_fsync(const struct pt_regs *)`)
-/// was called with: the caller's RDI in the saved user registers.
+/// Syscall argument `N` a syscall wrapper (`__x64_sys_fsync(const struct
+/// pt_regs *)`) was called with: the caller's register in the saved user
+/// registers (see ARG_OFFSETS); `u64::MAX` if unreadable.
 #[inline(always)]
-fn fd_from_regs(regs: u64) -> u64 {
+fn user_arg<const N: usize>(regs: u64) -> u64 {
     if regs == 0 {
         return u64::MAX;
     }
-    // RDI in the saved `struct pt_regs` (see ARG_OFFSETS).
-    unsafe { bpf_probe_read_kernel((regs as *const u8).wrapping_add(ARG_OFFSETS[0]) as *const u64) }
+    unsafe { bpf_probe_read_kernel((regs as *const u8).wrapping_add(ARG_OFFSETS[N]) as *const u64) }
         .unwrap_or(u64::MAX)
-        & 0xffff_ffff
+}
+
+/// The fd of a syscall wrapper's call (its first argument).
+#[inline(always)]
+fn fd_from_regs(regs: u64) -> u64 {
+    user_arg::<0>(regs) & 0xffff_ffff
 }
 
 /// kprobe on the syscall wrappers `__x64_sys_fsync`/`__x64_sys_fdatasync`,
@@ -581,6 +586,70 @@ pub fn write_syscall_tp(ctx: TracePointContext) -> u32 {
     let vectored = nr == NR_PWRITEV || nr == NR_PWRITEV2;
     count_fd_write(&ctx, fd, (!vectored).then_some(count));
     0
+}
+
+// The write syscall wrappers `__x64_sys_write`, `__x64_sys_pwrite64`,
+// `__x64_sys_pwritev`(2) (`const struct pt_regs *`: fd in RDI, size in
+// RDX), where the kernel has kprobes or trampolines: unlike the write
+// tracepoints, they leave the other processes' syscalls on the fast path.
+
+/// kprobe on `__x64_sys_write` and `__x64_sys_pwrite64`.
+#[kprobe]
+pub fn write_sys_kprobe(ctx: ProbeContext) -> u32 {
+    if is_target().is_none() {
+        return 0;
+    }
+    let regs = ctx.arg::<u64>(0).unwrap_or(0);
+    count_fd_write(&ctx, fd_from_regs(regs), Some(user_arg::<2>(regs)));
+    0
+}
+
+/// kprobe on `__x64_sys_pwritev` and `__x64_sys_pwritev2` (size not read).
+#[kprobe]
+pub fn writev_sys_kprobe(ctx: ProbeContext) -> u32 {
+    if is_target().is_none() {
+        return 0;
+    }
+    let regs = ctx.arg::<u64>(0).unwrap_or(0);
+    count_fd_write(&ctx, fd_from_regs(regs), None);
+    0
+}
+
+/// fentry on a write wrapper (one program per function: a trampoline's
+/// target is fixed when it loads).
+#[inline(always)]
+fn write_fentry(ctx: &FEntryContext, vectored: bool) -> u32 {
+    if is_target().is_none() {
+        return 0;
+    }
+    let regs: u64 = ctx.arg::<u64>(0);
+    let bytes = (!vectored).then(|| user_arg::<2>(regs));
+    count_fd_write(ctx, fd_from_regs(regs), bytes);
+    0
+}
+
+/// fentry on `__x64_sys_write`.
+#[fentry]
+pub fn write_fentry_write(ctx: FEntryContext) -> u32 {
+    write_fentry(&ctx, false)
+}
+
+/// fentry on `__x64_sys_pwrite64`.
+#[fentry]
+pub fn write_fentry_pwrite64(ctx: FEntryContext) -> u32 {
+    write_fentry(&ctx, false)
+}
+
+/// fentry on `__x64_sys_pwritev`.
+#[fentry]
+pub fn write_fentry_pwritev(ctx: FEntryContext) -> u32 {
+    write_fentry(&ctx, true)
+}
+
+/// fentry on `__x64_sys_pwritev2`.
+#[fentry]
+pub fn write_fentry_pwritev2(ctx: FEntryContext) -> u32 {
+    write_fentry(&ctx, true)
 }
 
 // The C library's wrappers, probed in the traced process only. An enabled

@@ -209,6 +209,15 @@ fn fsync_probe_choice_and_fallback() {
         assert!(auto == "fentry" || auto == "tracepoint", "{s}");
     }
     assert_eq!(s["totals"]["redo_fsync"], truth["redo_syncs"], "{s}");
+    assert_eq!(s["totals"]["redo_writes"], truth["redo_writes"], "{s}");
+    // The writes go by the syncs' mechanism, tracepoints only as the last
+    // resort (they slow every syscall on the host).
+    let writes = s["legend"]["write_probe"].as_str().unwrap_or_default();
+    let want = match auto.as_str() {
+        "tracepoint" => "tracepoints sys_enter_write".to_string(),
+        other => format!("{other} on __x64_sys_write"),
+    };
+    assert!(writes.starts_with(&want), "{writes:?}: {s}");
 
     // The C library's wrappers and the syscall tracepoints, asked for by
     // name, count the same syncs and writes exactly.
@@ -224,6 +233,13 @@ fn fsync_probe_choice_and_fallback() {
         assert_eq!(t["redo_fsync"], truth["redo_syncs"], "{kind}: {s}");
         assert_eq!(t["redo_writes"], truth["redo_writes"], "{kind}: {s}");
         assert_eq!(t["n_flush"], truth["flushes"], "{kind}: {s}");
+        let writes = s["legend"]["write_probe"].as_str().unwrap_or_default();
+        let want = if kind == "libc" {
+            "uprobes on write"
+        } else {
+            "tracepoints sys_enter_write"
+        };
+        assert!(writes.starts_with(want), "{kind}: {writes:?}");
     }
 
     // A C library replaced on disk while the server runs (a package

@@ -203,6 +203,8 @@ pub fn fixture_mismatches(totals: &serde_json::Value, truth: &serde_json::Value)
         ("durable", "durable"),
         ("n_flush", "flushes"),
         ("redo_fsync", "redo_syncs"),
+        ("redo_writes", "redo_writes"),
+        ("redo_write_bytes", "redo_write_bytes"),
     ]
     .iter()
     .filter(|(ours, theirs)| totals[ours] != truth[theirs])

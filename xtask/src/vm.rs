@@ -463,11 +463,21 @@ fn check(name: &str, lines: &[String]) -> Result<String, String> {
     if ["fentry", "kprobe", "tracepoint"].contains(&name) && probe != name {
         bad.push(format!("--fsync-probe {name} ran on {probe}"));
     }
+    // The writes go by the syncs' mechanism: no syscall tracepoint where
+    // the kernel has fentry or kprobes.
+    let writes = s["legend"]["write_probe"].as_str().unwrap_or("?");
+    let want = match probe {
+        "fentry" | "kprobe" => format!("{probe} on __x64_sys_write"),
+        _ => "tracepoints sys_enter_write".to_string(),
+    };
+    if !writes.starts_with(&want) {
+        bad.push(format!("writes counted by {writes:?}, not {want}"));
+    }
     if bad.is_empty() {
         Ok(if function.is_empty() {
-            format!("exact, fsync via {probe}")
+            format!("exact, fsync via {probe}, writes via {writes}")
         } else {
-            format!("exact, fsync via {probe} ({function})")
+            format!("exact, fsync via {probe} ({function}), writes via {writes}")
         })
     } else {
         Err(format!("{}; stderr: {stderr:?}", bad.join(", ")))

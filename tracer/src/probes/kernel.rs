@@ -2,7 +2,10 @@
 //! syscalls. fentry/fexit (BPF trampolines) and kprobes sit on one kernel
 //! function both syncs go through; the syscall tracepoints need two probes
 //! (fsync and fdatasync) but work on kernels built without kprobes or
-//! trampolines, like this project's CI machines. On request
+//! trampolines, like this project's CI machines. The writes go by the
+//! syncs' mechanism (fentry or kprobe on the write syscall functions), so
+//! that where the kernel allows it no syscall tracepoint is enabled: one
+//! would put every syscall of every process through the slow path. On request
 //! (`--fsync-probe libc`), uprobes on the traced server's own C library
 //! (`probes::libc`) count both without slowing every other process's
 //! syscalls.
@@ -58,8 +61,9 @@ impl fmt::Display for FsyncProbe {
 /// hijacked return address), so fentry comes first where the kernel has
 /// BTF and trampolines. Tracepoints come last: they are always there.
 /// `Libc` is asked for by name only: it misses syscalls made without the
-/// C library, and on CI's VMs its gain (the tracepoints cost about 12
-/// syscalls x 55 ns per transaction) is below the benchmark's noise.
+/// C library, and where fentry or kprobes work it gains nothing (no
+/// tracepoint is enabled then); on CI's VMs the tracepoints cost about
+/// 1.5 % of the `update` workload (README, bench overhead).
 pub const AUTO_ORDER: &[FsyncProbe] = &[FsyncProbe::Fentry, FsyncProbe::Kprobe];
 
 const SYNC_TRACEPOINTS: &[&str] = &["fsync", "fdatasync"];
@@ -74,7 +78,10 @@ pub struct KernelAttach {
     pub kernel_functions: Option<String>,
     /// What the kernel refused before `auto` settled on `used`.
     pub fallback_reason: Option<String>,
-    pub write_tracepoints: Vec<String>,
+    /// How the writes are counted, for `-v`: "fentry on __x64_sys_write,
+    /// ...", or "tracepoints sys_enter_write, ..." where the kernel has
+    /// neither fentry nor kprobes.
+    pub write_probes: String,
     /// With `Libc`: the library and the write wrappers probed in it.
     pub libc: Option<super::libc::LibcAttach>,
 }
@@ -293,7 +300,7 @@ pub fn attach(ebpf: &mut Ebpf, choice: FsyncProbe, pid: NonZeroU32) -> Result<Ke
             used: FsyncProbe::Libc,
             kernel_functions: Some(format!("fsync, fdatasync in {}", l.library.display())),
             fallback_reason: None,
-            write_tracepoints: Vec::new(),
+            write_probes: String::new(),
             libc: Some(l),
         });
     }
@@ -323,27 +330,120 @@ pub fn attach(ebpf: &mut Ebpf, choice: FsyncProbe, pid: NonZeroU32) -> Result<Ke
             Err(detail) => refusals.push(format!("{kind}: {detail}")),
         }
     }
-    let fallback_reason = (!refusals.is_empty()).then(|| refusals.join("; "));
-    // The write tracepoints need tracefs whichever sync probe is used.
-    ensure_tracefs()?;
+    let mut fallback_reason = (!refusals.is_empty()).then(|| refusals.join("; "));
     if used == FsyncProbe::Tracepoint {
+        ensure_tracefs()?;
         attach_tracepoints(ebpf, prog::SYNC_ENTER_TP, false)?;
         attach_tracepoints(ebpf, prog::SYNC_EXIT_TP, true)?;
     }
-    let p = tracepoint(ebpf, prog::WRITE_SYSCALL_TP)?;
-    let mut write_tracepoints = Vec::new();
-    for sc in WRITE_TRACEPOINTS {
-        let tp = format!("sys_enter_{sc}");
-        // pwritev2 is missing on old kernels: skip what does not exist.
-        if p.attach("syscalls", &tp).is_ok() {
-            write_tracepoints.push(tp);
+    // The writes by the mechanism the syncs got; tracepoints only where
+    // that is refused, since one enabled syscall tracepoint slows every
+    // syscall on the host.
+    let writes = match used {
+        FsyncProbe::Fentry | FsyncProbe::Kprobe => match attach_write_functions(ebpf, used) {
+            Ok(w) => Some(w),
+            Err(why) => {
+                let why = format!("writes by {used}: {why}");
+                fallback_reason = Some(match fallback_reason {
+                    Some(r) => format!("{r}; {why}"),
+                    None => why,
+                });
+                None
+            }
+        },
+        _ => None,
+    };
+    let write_probes = match writes {
+        Some(w) => w,
+        None => {
+            ensure_tracefs()?;
+            let p = tracepoint(ebpf, prog::WRITE_SYSCALL_TP)?;
+            let mut tps = Vec::new();
+            for sc in WRITE_TRACEPOINTS {
+                let tp = format!("sys_enter_{sc}");
+                // pwritev2 is missing on old kernels: skip what does not exist.
+                if p.attach("syscalls", &tp).is_ok() {
+                    tps.push(tp);
+                }
+            }
+            format!("tracepoints {}", tps.join(", "))
         }
-    }
+    };
     Ok(KernelAttach {
         used,
         kernel_functions,
         fallback_reason,
-        write_tracepoints,
+        write_probes,
         libc: None,
     })
+}
+
+/// The write syscall wrappers and their fentry programs; the kprobes use
+/// one program per size convention (`pwritev`'s iovec is not read).
+const WRITE_FUNCTIONS: &[(&str, &str, &str)] = &[
+    (
+        "__x64_sys_write",
+        prog::WRITE_FENTRY_WRITE,
+        prog::WRITE_SYS_KPROBE,
+    ),
+    (
+        "__x64_sys_pwrite64",
+        prog::WRITE_FENTRY_PWRITE64,
+        prog::WRITE_SYS_KPROBE,
+    ),
+    (
+        "__x64_sys_pwritev",
+        prog::WRITE_FENTRY_PWRITEV,
+        prog::WRITEV_SYS_KPROBE,
+    ),
+    (
+        "__x64_sys_pwritev2",
+        prog::WRITE_FENTRY_PWRITEV2,
+        prog::WRITEV_SYS_KPROBE,
+    ),
+];
+
+/// Attaches the write counting by `kind` (fentry or kprobe) on the
+/// syscall wrappers, all or nothing: `pwritev2` may be absent (kernels
+/// before 4.6), the other three are required. Returns what `-v` prints.
+fn attach_write_functions(
+    ebpf: &mut Ebpf,
+    kind: FsyncProbe,
+) -> std::result::Result<String, String> {
+    let btf = match kind {
+        FsyncProbe::Fentry => Some(
+            Btf::from_sys_fs()
+                .map_err(|e| format!("no kernel BTF at /sys/kernel/btf/vmlinux: {e}"))?,
+        ),
+        _ => None,
+    };
+    let mut links = Vec::new();
+    let mut done = Vec::new();
+    for &(f, fentry, kprobe) in WRITE_FUNCTIONS {
+        let err = |e: aya::programs::ProgramError| format!("{f}: {}", refusal(&e));
+        let attached = match &btf {
+            Some(btf) => program::<FEntry>(ebpf, fentry).and_then(|p| {
+                p.load(f, btf).map_err(err)?;
+                Ok(Link::Fentry(fentry, p.attach().map_err(err)?))
+            }),
+            None => program::<KProbe>(ebpf, kprobe).and_then(|p| {
+                if p.fd().is_err() {
+                    p.load().map_err(err)?;
+                }
+                Ok(Link::Kprobe(kprobe, p.attach(f, 0).map_err(err)?))
+            }),
+        };
+        match attached {
+            Ok(l) => {
+                links.push(l);
+                done.push(f);
+            }
+            Err(_) if f == "__x64_sys_pwritev2" => {}
+            Err(e) => {
+                undo(ebpf, links);
+                return Err(e);
+            }
+        }
+    }
+    Ok(format!("{kind} on {}", done.join(", ")))
 }

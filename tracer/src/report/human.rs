@@ -343,6 +343,7 @@ mod tests {
             n_flush_source: "redo fsync/fdatasync (kernel)".into(),
             fsync_probe: "tracepoint".into(),
             fsync_function: None,
+            write_probe: "tracepoints sys_enter_write".into(),
             fallback: fallback.then(|| "log_write_up_to not found".into()),
             anatomy: None,
         }

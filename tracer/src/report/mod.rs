@@ -73,6 +73,9 @@ pub struct Legend {
     /// syscall wrappers where it is inlined); absent with tracepoints.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fsync_function: Option<String>,
+    /// How the writes are counted: "fentry on __x64_sys_write, ...",
+    /// "tracepoints sys_enter_write, ...", or the C library's wrappers.
+    pub write_probe: String,
     /// Set when n_write is the server-layer fallback.
     pub fallback: Option<String>,
     /// What leaders and followers mean on this server; None when they are
