@@ -228,16 +228,20 @@ fn undo(ebpf: &mut Ebpf, links: Vec<Link>) {
     }
 }
 
+/// The kernel's BTF, which fentry programs load against; None for kprobes.
+fn btf_for(kind: FsyncProbe) -> std::result::Result<Option<Btf>, String> {
+    match kind {
+        FsyncProbe::Fentry => Btf::from_sys_fs()
+            .map(Some)
+            .map_err(|e| format!("no kernel BTF at /sys/kernel/btf/vmlinux: {e}")),
+        _ => Ok(None),
+    }
+}
+
 /// Attaches `kind` (fentry or kprobe) at the first set of [`SITES`] the
 /// kernel accepts; returns its functions, or every refusal.
 fn attach_functions(ebpf: &mut Ebpf, kind: FsyncProbe) -> std::result::Result<String, String> {
-    let btf = match kind {
-        FsyncProbe::Fentry => Some(
-            Btf::from_sys_fs()
-                .map_err(|e| format!("no kernel BTF at /sys/kernel/btf/vmlinux: {e}"))?,
-        ),
-        _ => None,
-    };
+    let btf = btf_for(kind)?;
     let mut refused = Vec::new();
     for set in SITES {
         let mut links = Vec::new();
@@ -410,13 +414,7 @@ fn attach_write_functions(
     ebpf: &mut Ebpf,
     kind: FsyncProbe,
 ) -> std::result::Result<String, String> {
-    let btf = match kind {
-        FsyncProbe::Fentry => Some(
-            Btf::from_sys_fs()
-                .map_err(|e| format!("no kernel BTF at /sys/kernel/btf/vmlinux: {e}"))?,
-        ),
-        _ => None,
-    };
+    let btf = btf_for(kind)?;
     let mut links = Vec::new();
     let mut done = Vec::new();
     for &(f, fentry, kprobe) in WRITE_FUNCTIONS {
