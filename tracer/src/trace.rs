@@ -86,21 +86,9 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
             .unwrap_or_else(|| "redo fsync/fdatasync (kernel)".into()),
         fsync_probe: probes.kernel.used.to_string(),
         fsync_function: probes.kernel.kernel_functions.clone(),
-        write_probe: write_probe(&probes.kernel),
+        write_probe: probes.kernel.write_probes.clone(),
         fallback: plan.fallback_line(),
         anatomy: probes.anatomy.then(|| anatomy_meaning(plan)),
-    }
-}
-
-/// How the writes are counted, for `-v` and the legend.
-fn write_probe(k: &crate::probes::kernel::KernelAttach) -> String {
-    match &k.libc {
-        Some(l) => format!(
-            "uprobes on {} in {}",
-            l.writes.join(", "),
-            l.library.display()
-        ),
-        None => k.write_probes.clone(),
     }
 }
 
@@ -161,7 +149,7 @@ pub fn verbose_report(probes: &Probes) {
         .map(|why| format!(" (refused first: {why})"))
         .unwrap_or_default();
     let _ = writeln!(e, "commitscope: fsync: {} probes{at}{refused}", k.used);
-    let _ = writeln!(e, "commitscope: writes: {}", write_probe(k));
+    let _ = writeln!(e, "commitscope: writes: {}", k.write_probes);
     for p in &probes.plan.debug_looked_for {
         let _ = writeln!(e, "commitscope: debug file looked for: {}", p.display());
     }

@@ -622,7 +622,10 @@ fn overhead(
         },
         median(ratios.clone()),
     );
-    println!("{}", verdict(crate::util::median_ci95(ratios.clone()), bar));
+    println!(
+        "{}",
+        verdict("median", crate::util::median_ci95(ratios.clone()), bar)
+    );
     if let Some(c) = crate::util::mean_ci95(&ratios) {
         // The signs-only median interval narrows slowly on a host whose
         // capacity swings second to second; the mean's uses the sizes.
@@ -630,7 +633,7 @@ fn overhead(
             "mean traced/untraced tps ratio: {:.3} (lag-1 autocorrelation {:.2}, allowed for); {}",
             c.mean,
             c.rho1,
-            verdict(Some((c.lo, c.hi)), bar).replace("of the median", "of the mean")
+            verdict("mean", Some((c.lo, c.hi)), bar)
         );
     }
     if let Some((lo, hi)) = crate::util::median_ci95(per_cpu.clone()) {
@@ -671,12 +674,15 @@ impl Window {
     }
 }
 
-/// Whether the pairs settle the bar: only when the median's whole 95 %
-/// confidence interval lies on one side of it. On a noisy machine a
-/// median alone reads as a pass or a fail that the data do not support.
-fn verdict(ci: Option<(f64, f64)>, bar: f64) -> String {
+/// Whether the pairs settle the bar: only when the whole 95 % confidence
+/// interval of `statistic` (the median, the mean) lies on one side of it.
+/// On a noisy machine a point estimate alone reads as a pass or a fail
+/// that the data do not support. `None` comes from the median's interval,
+/// which needs at least 6 pairs (the mean's line is printed only when it
+/// has one).
+fn verdict(statistic: &str, ci: Option<(f64, f64)>, bar: f64) -> String {
     match ci {
-        None => "95 % CI of the median: too few pairs (at least 6)".to_string(),
+        None => format!("95 % CI of the {statistic}: too few pairs (at least 6)"),
         Some((lo, hi)) => {
             let call = if lo >= bar {
                 "bar met"
@@ -685,7 +691,7 @@ fn verdict(ci: Option<(f64, f64)>, bar: f64) -> String {
             } else {
                 "not resolved at this noise: the bar lies inside the interval, rerun with more --pairs or longer --seconds"
             };
-            format!("95 % CI of the median: [{lo:.3}, {hi:.3}]: {call}")
+            format!("95 % CI of the {statistic}: [{lo:.3}, {hi:.3}]: {call}")
         }
     }
 }
@@ -755,9 +761,9 @@ mod tests {
 
     #[test]
     fn a_bar_is_settled_only_outside_the_interval() {
-        assert!(verdict(Some((0.981, 0.99)), 0.98).ends_with("bar met"));
-        assert!(verdict(Some((0.95, 0.979)), 0.98).ends_with("bar missed"));
-        assert!(verdict(Some((0.95, 0.99)), 0.98).contains("not resolved"));
-        assert!(verdict(None, 0.98).contains("too few pairs"));
+        assert!(verdict("median", Some((0.981, 0.99)), 0.98).ends_with("bar met"));
+        assert!(verdict("median", Some((0.95, 0.979)), 0.98).ends_with("bar missed"));
+        assert!(verdict("median", Some((0.95, 0.99)), 0.98).contains("not resolved"));
+        assert!(verdict("median", None, 0.98).contains("too few pairs"));
     }
 }

@@ -78,9 +78,10 @@ pub struct KernelAttach {
     pub kernel_functions: Option<String>,
     /// What the kernel refused before `auto` settled on `used`.
     pub fallback_reason: Option<String>,
-    /// How the writes are counted, for `-v`: "fentry on __x64_sys_write,
-    /// ...", or "tracepoints sys_enter_write, ..." where the kernel has
-    /// neither fentry nor kprobes.
+    /// How the writes are counted, for `-v` and the legend: "fentry on
+    /// __x64_sys_write, ...", "tracepoints sys_enter_write, ..." where the
+    /// kernel has neither fentry nor kprobes, or "uprobes on write, ... in
+    /// <libc>" with `Libc`.
     pub write_probes: String,
     /// With `Libc`: the library and the write wrappers probed in it.
     pub libc: Option<super::libc::LibcAttach>,
@@ -304,7 +305,11 @@ pub fn attach(ebpf: &mut Ebpf, choice: FsyncProbe, pid: NonZeroU32) -> Result<Ke
             used: FsyncProbe::Libc,
             kernel_functions: Some(format!("fsync, fdatasync in {}", l.library.display())),
             fallback_reason: None,
-            write_probes: String::new(),
+            write_probes: format!(
+                "uprobes on {} in {}",
+                l.writes.join(", "),
+                l.library.display()
+            ),
             libc: Some(l),
         });
     }
