@@ -1,6 +1,8 @@
 //! A real, throwaway MariaDB/MySQL server for tests: temp datadir, unix
 //! socket, no networking, stopped and removed on drop. Also the fixture
 //! paths and the "skip with a reason" rule shared by every test crate.
+pub mod stock;
+
 use std::{
     io::Write,
     path::{Path, PathBuf},
@@ -17,6 +19,48 @@ pub fn skip(reason: &str) -> bool {
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
+}
+
+/// Variables of the caller's environment that would change what a
+/// spawned program does: which debuginfod servers it asks and where it
+/// caches (a test's server leaking into another's, or the machine's own),
+/// a client password or server address, proxies, private CAs. Tests run as
+/// threads of one process and never change its environment; every program
+/// they spawn starts from [`command`], which drops these, and a test that
+/// needs one sets it on that one command.
+pub const LEAKY_ENV: &[&str] = &[
+    "DEBUGINFOD_URLS",
+    "DEBUGINFOD_CACHE_PATH",
+    "DEBUGINFOD_TIMEOUT",
+    "DEBUGINFOD_PROGRESS",
+    "DEBUGINFOD_VERBOSE",
+    "MYSQL_PWD",
+    "MYSQL_HOST",
+    "MYSQL_TCP_PORT",
+    "MYSQL_UNIX_PORT",
+    "MYSQL_HOME",
+    "MARIADB_HOME",
+    "MYSQL_TEST_LOGIN_FILE",
+    "DATA_SOURCE_NAME",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
+
+/// `Command::new(program)` without the caller's [`LEAKY_ENV`].
+pub fn command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new(program);
+    for k in LEAKY_ENV {
+        c.env_remove(k);
+    }
+    c
 }
 
 /// A loopback TCP port nobody listens on now.
@@ -47,7 +91,17 @@ pub fn workspace_root() -> PathBuf {
 
 /// `../shared/fixtures/mariadb-10.11.18-symbols`, when present.
 pub fn symbols_fixture() -> Option<PathBuf> {
-    let p = workspace_root().join("../shared/fixtures/mariadb-10.11.18-symbols");
+    shared_fixture("mariadb-10.11.18-symbols")
+}
+
+/// `../shared/fixtures/mariadb-10.5.23-symbols` (Debian 11's version,
+/// with its own share/ and system-table SQL), when present.
+pub fn symbols_fixture_10_5() -> Option<PathBuf> {
+    shared_fixture("mariadb-10.5.23-symbols")
+}
+
+fn shared_fixture(name: &str) -> Option<PathBuf> {
+    let p = workspace_root().join("../shared/fixtures").join(name);
     p.join("bin/mariadbd")
         .exists()
         .then(|| p.canonicalize().unwrap_or(p))
@@ -57,7 +111,7 @@ pub fn symbols_fixture() -> Option<PathBuf> {
 /// password-less root (socket clients) and no test database; `tmp` keeps
 /// concurrent bootstraps from colliding on temp table names.
 pub fn install_db(data: &Path, tmp: &Path) -> Command {
-    let mut c = Command::new("mariadb-install-db");
+    let mut c = command("mariadb-install-db");
     c.env("TMPDIR", tmp)
         .arg("--no-defaults")
         .arg(format!("--datadir={}", data.display()))
@@ -75,6 +129,94 @@ pub fn system_mariadbd() -> Option<PathBuf> {
         .iter()
         .map(PathBuf::from)
         .find(|p| p.exists())
+}
+
+/// The system-table SQL in `share` (MariaDB 11 names it `mariadb_*`),
+/// with the preamble the install scripts give it; None when absent.
+pub fn system_tables_sql(share: &Path) -> Option<Vec<u8>> {
+    let pick = |stem: &str| {
+        ["mysql", "mariadb"]
+            .iter()
+            .map(|p| share.join(format!("{p}_{stem}.sql")))
+            .find(|f| f.is_file())
+    };
+    let files = [
+        Some(pick("system_tables")?),
+        pick("performance_tables"),
+        Some(pick("system_tables_data")?),
+        Some(share.join("maria_add_gis_sp_bootstrap.sql")).filter(|f| f.is_file()),
+    ];
+    let mut sql = b"CREATE DATABASE IF NOT EXISTS mysql;\nUSE mysql;\n".to_vec();
+    for f in files.into_iter().flatten() {
+        sql.extend(std::fs::read(f).ok()?);
+        sql.push(b'\n');
+    }
+    Some(sql)
+}
+
+/// `--lc-messages-dir` (and `--character-sets-dir` when `share`, or the
+/// `mysql` share beside it, has the server's own) for a server outside
+/// the system paths.
+fn share_args(share: &Path) -> Vec<String> {
+    let mut a = vec![format!("--lc-messages-dir={}", share.display())];
+    let sibling = share.parent().map(|p| p.join("mysql/charsets"));
+    if let Some(c) = [Some(share.join("charsets")), sibling]
+        .into_iter()
+        .flatten()
+        .find(|c| c.join("Index.xml").is_file())
+    {
+        a.push(format!("--character-sets-dir={}", c.display()));
+    }
+    a
+}
+
+/// `binary --bootstrap` of a fresh `data` with `sql`, as the install
+/// scripts run it (root without a password on the socket, no test db).
+fn bootstrap(
+    binary: &Path,
+    share: &Path,
+    data: &Path,
+    tmp: &Path,
+    sql: &[u8],
+) -> Result<(), StartError> {
+    std::fs::create_dir_all(data).map_err(|e| StartError(format!("datadir: {e}")))?;
+    let mut c = command(binary);
+    c.arg("--no-defaults")
+        .arg(format!("--datadir={}", data.display()))
+        .arg(format!("--tmpdir={}", tmp.display()))
+        .args(share_args(share))
+        .args([
+            "--bootstrap",
+            "--log-warnings=0",
+            "--enforce-storage-engine=",
+            "--max-allowed-packet=8M",
+            "--net-buffer-length=16K",
+        ]);
+    if is_root() {
+        c.arg("--user=root");
+    }
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| StartError(format!("bootstrap {}: {e}", binary.display())))?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let sql = sql.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&sql));
+    let out = child
+        .wait_with_output()
+        .map_err(|e| StartError(format!("bootstrap: {e}")))?;
+    let _ = writer.join();
+    if !out.status.success() {
+        return Err(StartError(format!(
+            "bootstrap of {} failed ({}): {}",
+            binary.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(())
 }
 
 pub struct Server {
@@ -120,16 +262,24 @@ impl Server {
         // on their temporary table names.
         let tmp = dir.path().join("tmp");
         std::fs::create_dir_all(&tmp).map_err(|e| StartError(format!("tmpdir: {e}")))?;
-        let install = install_db(&data, &tmp)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
-            .map_err(|e| StartError(format!("mariadb-install-db: {e}")))?;
-        if !install.status.success() {
-            return Err(StartError(format!(
-                "mariadb-install-db failed: {}",
-                String::from_utf8_lossy(&install.stderr)
-            )));
+        // A server of another version than the system's (its share
+        // holds its own system tables) bootstraps itself: the system's
+        // 10.11 script makes a datadir 10.5 cannot open.
+        match share.and_then(system_tables_sql) {
+            Some(sql) => bootstrap(binary, share.unwrap_or(Path::new("/")), &data, &tmp, &sql)?,
+            None => {
+                let install = install_db(&data, &tmp)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .output()
+                    .map_err(|e| StartError(format!("mariadb-install-db: {e}")))?;
+                if !install.status.success() {
+                    return Err(StartError(format!(
+                        "mariadb-install-db failed: {}",
+                        String::from_utf8_lossy(&install.stderr)
+                    )));
+                }
+            }
         }
         let socket = dir.path().join("sock");
         let mut args = vec![
@@ -146,7 +296,7 @@ impl Server {
             args.push("--user=root".into());
         }
         if let Some(share) = share {
-            args.push(format!("--lc-messages-dir={}", share.display()));
+            args.extend(share_args(share));
         }
         args.extend(extra.iter().map(|a| a.to_string()));
         let mut s = Server {
@@ -162,7 +312,7 @@ impl Server {
 
     /// Starts the server process and waits until it answers a query.
     fn spawn(&mut self) -> Result<(), StartError> {
-        let child = Command::new(&self.binary)
+        let child = command(&self.binary)
             .args(&self.args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -221,7 +371,7 @@ impl Server {
 
     /// Runs SQL with the mariadb client; returns tab-separated rows.
     pub fn query(&self, sql: &str) -> Result<String, String> {
-        let out = Command::new("mariadb")
+        let out = command("mariadb")
             .arg("--no-defaults")
             .arg(format!("--socket={}", self.socket.display()))
             .args(["-uroot", "-N", "-B", "-e", sql])
@@ -251,7 +401,7 @@ impl Server {
     pub fn drive_updates(&self, db: &str, clients: u32, per_client: u32) -> u64 {
         let mut kids = Vec::new();
         for k in 1..=clients {
-            let mut child = Command::new("mariadb")
+            let mut child = command("mariadb")
                 .arg("--no-defaults")
                 .arg(format!("--socket={}", self.socket.display()))
                 .args(["-uroot", db])

@@ -84,6 +84,18 @@ pub enum Error {
     #[error("{} is not a MySQL/MariaDB server ({detail}): pass the server binary with --mysqld, or --server-version if it is one", path.display())]
     NotAServer { path: PathBuf, detail: String },
 
+    /// Older than every row of the probe table: its functions are unknown.
+    #[error("{} is {found}, older than any server commitscope knows (supported: {supported}): pass a newer --mysqld", path.display())]
+    ServerTooOld {
+        path: PathBuf,
+        found: String,
+        supported: String,
+    },
+
+    /// The binary cannot start on this machine (the loader's line).
+    #[error("{} cannot run here: {detail}; install the libraries it needs (`ldd {}` lists them) or pass another --mysqld", path.display(), path.display())]
+    ServerCannotRun { path: PathBuf, detail: String },
+
     #[error("no {wanted} found next to {} or on PATH to initialise a datadir: install the server's client/scripts package (apt install mariadb-server)", server.display())]
     NoInstallScript { server: PathBuf, wanted: String },
 

@@ -12,9 +12,21 @@ use std::{
 
 use serde_json::Value;
 
+/// The binary under test, in an environment of the test's own making:
+/// none of the caller's [`testkit::LEAKY_ENV`], no debuginfod server
+/// (`DEBUGINFOD_URLS` set and empty: not even the machine's `*.urls`
+/// files) and a debuginfod cache that cannot exist (`/proc` takes no new
+/// directories), so whatever another test or the machine's user cached
+/// is never found. A test that wants a server or a cache sets its own.
 pub fn commitscope() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_commitscope"))
+    let mut c = testkit::command(env!("CARGO_BIN_EXE_commitscope"));
+    c.env("DEBUGINFOD_URLS", "")
+        .env("DEBUGINFOD_CACHE_PATH", NO_DEBUGINFOD_CACHE);
+    c
 }
+
+/// See [`commitscope`].
+pub const NO_DEBUGINFOD_CACHE: &str = "/proc/commitscope-tests-have-no-debuginfod-cache";
 
 /// Skips (returns true) unless root: eBPF needs it.
 pub fn needs_root() -> bool {
@@ -43,7 +55,17 @@ impl Tracer {
     /// Starts `commitscope trace --json --interval 0.2 ARGS` and waits
     /// until the probes are attached.
     pub fn start_with(args: &[&str]) -> Tracer {
-        let mut child = commitscope()
+        Self::start_env(args, &[])
+    }
+
+    /// [`Tracer::start_with`] with `envs` set on commitscope's command
+    /// alone (never on the test process: tests share its environment).
+    pub fn start_env(args: &[&str], envs: &[(&str, &std::ffi::OsStr)]) -> Tracer {
+        let mut cmd = commitscope();
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
             .args(["trace", "--json", "--interval", "0.2"])
             .args(args)
             .stdout(Stdio::piped())
@@ -361,12 +383,24 @@ pub fn run_traced_fixture(
     fixture: &mut Command,
     tracer_args: &[&str],
 ) -> (Value, Vec<Value>, Vec<String>) {
+    run_traced_fixture_env(fixture, tracer_args, &[])
+}
+
+/// [`run_traced_fixture`] with `envs` set on the tracer's command.
+pub fn run_traced_fixture_env(
+    fixture: &mut Command,
+    tracer_args: &[&str],
+    envs: &[(&str, &std::ffi::OsStr)],
+) -> (Value, Vec<Value>, Vec<String>) {
     let fx = fixture
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn the fixture");
-    let tracer = Tracer::start(fx.id(), tracer_args);
+    let pid = fx.id().to_string();
+    let mut args = vec!["--pid", pid.as_str()];
+    args.extend_from_slice(tracer_args);
+    let tracer = Tracer::start_env(&args, envs);
     go_and_finish(fx, tracer)
 }
 

@@ -23,14 +23,6 @@ impl Drop for Debuginfod {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The fixture built with -g and stripped: (build-id, debug file); the
 /// binary is `dir/fake`.
 fn split_fixture(dir: &Path) -> (String, std::path::PathBuf) {
@@ -68,9 +60,9 @@ fn serve_with(dir: &Path, id: &str, mode: &str) -> Option<(Debuginfod, String, V
         testkit::skip("no debuginfod: run `cargo xtask setup` (installs debuginfod)");
         return None;
     }
-    let port = free_port();
+    let port = testkit::free_port();
     let server = Debuginfod(
-        Command::new("debuginfod")
+        testkit::command("debuginfod")
             .args([mode, "-p", &port.to_string(), "-d"])
             .arg(dir.join("db.sqlite"))
             .arg(dir.join("srv"))
@@ -123,16 +115,19 @@ fn a_stripped_binary_is_traced_exactly_with_a_fetched_debug_file() {
         return;
     };
     let cache = d.path().join("cache");
-    // Only this test in this file runs commitscope: its children inherit.
-    std::env::set_var("DEBUGINFOD_URLS", &url);
-    std::env::set_var("DEBUGINFOD_CACHE_PATH", &cache);
+    // The environment a user would set, on commitscope's command alone.
+    let envs = [
+        ("DEBUGINFOD_URLS", std::ffi::OsStr::new(&url)),
+        ("DEBUGINFOD_CACHE_PATH", cache.as_os_str()),
+    ];
     let run_fixture = || {
         let work = tempfile::tempdir().unwrap();
-        let (truth, lines, _) = run_traced_fixture(
+        let (truth, lines, _) = run_traced_fixture_env(
             Command::new(d.path().join("fake"))
                 .arg("2000")
                 .arg(work.path()),
             &["--debug-dir", "/nonexistent"],
+            &envs,
         );
         (truth, lines)
     };
@@ -769,7 +764,7 @@ fn a_terminal_gets_a_progress_bar() {
         env!("CARGO_BIN_EXE_commitscope"),
         fx.id()
     );
-    let out = Command::new("script")
+    let out = testkit::command("script")
         .args(["-q", "-e", "-c", &cmd, "/dev/null"])
         .env("DEBUGINFOD_CACHE_PATH", d.path().join("cache"))
         .env("COLUMNS", "120")

@@ -349,7 +349,7 @@ fn unprivileged(caps: &[String], args: &[&str]) -> std::process::Command {
     } else {
         list.join(",")
     };
-    let mut cmd = std::process::Command::new("setpriv");
+    let mut cmd = testkit::command("setpriv");
     cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(format!("--inh-caps={list}"))
         .arg(format!("--ambient-caps={list}"))
@@ -478,7 +478,7 @@ fn web_config_tls_and_basic_auth() {
     e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
     let url = format!("https://127.0.0.1:{}/metrics", e.port);
     let curl = |user: Option<&str>, url: &str| {
-        let mut c = std::process::Command::new("curl");
+        let mut c = testkit::command("curl");
         c.args([
             "-s",
             "-o",

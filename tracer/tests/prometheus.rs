@@ -105,7 +105,7 @@ fn prometheus_scrapes_figures_that_agree_with_the_server_and_the_main_command() 
 
     let myport = free_port();
     let _mysqld_exporter = Reaped(
-        Command::new("prometheus-mysqld-exporter")
+        testkit::command("prometheus-mysqld-exporter")
             .env("DATA_SOURCE_NAME", format!("root@unix({sock})/"))
             .arg(format!("--web.listen-address=127.0.0.1:{myport}"))
             .arg("--config.my-cnf=/dev/null")
@@ -129,7 +129,7 @@ fn prometheus_scrapes_figures_that_agree_with_the_server_and_the_main_command() 
     .unwrap();
     let pport = free_port();
     let _prometheus = Reaped(
-        Command::new("prometheus")
+        testkit::command("prometheus")
             .arg(format!("--config.file={}", config.display()))
             .arg(format!(
                 "--storage.tsdb.path={}",

@@ -1,4 +1,4 @@
-//! Developer tasks: `cargo xtask setup|build|test|lint|run|fuzz|soak|vm-test|dist|dist-test|bench`.
+//! Developer tasks: `cargo xtask setup|build|test|lint|servers|run|fuzz|soak|vm-test|dist|dist-test|bench`.
 //! Never shipped to users; the README's two commands go through here.
 mod bench;
 mod bench_exporter;
@@ -7,6 +7,8 @@ mod bench_tpcc;
 mod cpustat;
 mod dist;
 mod fuzz;
+mod hermetic;
+mod run_tests;
 mod setup;
 mod soak;
 mod util;
@@ -35,6 +37,9 @@ enum Cmd {
     },
     /// fmt check and clippy -D warnings.
     Lint,
+    /// Debian's stock MariaDB 10.5 (bullseye) and 11.8 (trixie), with their
+    /// own libraries, into ~/.cache/commitscope/servers (idempotent).
+    Servers,
     /// setup + release build + run commitscope with ARGS.
     Run {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -88,6 +93,7 @@ fn main() {
         }
         Cmd::Test { args } => test(&args),
         Cmd::Lint => lint(),
+        Cmd::Servers => setup::run().and_then(|_| servers()),
         Cmd::Run { args } => run(&args),
         Cmd::Fuzz { seconds, targets } => setup::run().and_then(|_| fuzz::run(seconds, &targets)),
         Cmd::Soak { minutes, threads } => setup::run().and_then(|_| soak::run(minutes, threads)),
@@ -126,32 +132,63 @@ fn lint() -> anyhow::Result<()> {
             ])
             .args(["-Z", "build-std=core", "--bins", "--", "-D", "warnings"])
             .current_dir(util::root().join("tracer-ebpf")),
-    )
+    )?;
+    // Tests are threads of one process: none may change what they share.
+    hermetic::check(&util::root())
 }
 
+/// Every stage runs even when one before it failed, so one red test shows
+/// the whole picture; the summary at the end names every failure and the
+/// exit is non-zero when there is one. Only a failed setup stops at once
+/// (nothing after it could run).
 fn test(args: &[String]) -> anyhow::Result<()> {
     setup::run()?;
-    lint()?;
+    let mut failed = run_tests::Failures::default();
+    failed.stage("lint (fmt, clippy, hermetic tests)", lint());
     // The shared eBPF types' unit tests (the crate is not a default member).
-    util::cargo(&["test", "-p", "tracer-ebpf", "--lib"])?;
-    // --all-targets: every test target, without empty doc-test runs.
-    let mut a = vec!["test", "--all-targets"];
+    failed.cargo_tests(&["test", "-p", "tracer-ebpf", "--lib"]);
+    // --all-targets: every test target, without empty doc-test runs;
+    // --no-fail-fast: every test binary, whatever the one before did.
+    let mut a = vec!["test", "--all-targets", "--no-fail-fast"];
     a.extend(args.iter().map(String::as_str));
     // Tests start real servers: two at a time on a 2-core machine.
     if !args.iter().any(|x| x == "--") {
         a.extend(["--", "--test-threads=2"]);
     }
-    util::cargo(&a)?;
+    failed.cargo_tests(&a);
     // The kernel matrix (issue 18) with the debug binary the tests built:
     // Debian's kernels under qemu, exact counts per fsync probe.
     let kernels: Vec<String> = vm::DEFAULT_KERNELS.iter().map(|s| s.to_string()).collect();
-    vm::run(
-        &kernels,
-        Some(util::root().join("target/debug/commitscope")),
-    )?;
+    let debug_bin = util::root().join("target/debug/commitscope");
+    if debug_bin.exists() {
+        failed.stage("vm-test", vm::run(&kernels, Some(debug_bin)));
+    } else {
+        failed.stage(
+            "vm-test",
+            Err(anyhow::anyhow!("no debug binary: the test build failed")),
+        );
+    }
     // The distribution (issue 16): the static binary and the .deb,
     // installed, used and removed here.
-    dist::test()
+    failed.stage("dist-test", dist::test());
+    failed.finish()
+}
+
+/// Fetches every stock server of [`testkit::stock::RELEASES`], one line
+/// per step, and names where each one is.
+fn servers() -> anyhow::Result<()> {
+    for r in testkit::stock::RELEASES {
+        let s = testkit::stock::ensure(*r, &mut |l| eprintln!("xtask: servers: {l}"))
+            .map_err(|e| anyhow::anyhow!("MariaDB {} from Debian {}: {e}", r.series, r.debian))?;
+        println!(
+            "MariaDB {} (Debian {} {}): {}",
+            s.version,
+            r.debian,
+            r.suite,
+            s.mariadbd.display()
+        );
+    }
+    Ok(())
 }
 
 fn run(args: &[String]) -> anyhow::Result<()> {

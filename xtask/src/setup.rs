@@ -47,6 +47,9 @@ const APT: &[&str] = &[
     "man-db",
     "file",
     "bash-completion",
+    // Debian's other releases' servers (issue 31, `cargo xtask servers`)
+    // run here with their own libraries: patchelf points them there.
+    "patchelf",
 ];
 
 /// The static binary's target (`cargo xtask dist`).

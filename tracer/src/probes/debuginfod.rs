@@ -32,7 +32,9 @@ impl Env {
     pub fn from_process() -> Env {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         Env {
-            urls: var("DEBUGINFOD_URLS"),
+            // Set and empty is kept: it means no server, as in elfutils
+            // (unset is what `sudo` leaves, and reads the `*.urls` files).
+            urls: std::env::var("DEBUGINFOD_URLS").ok(),
             cache_path: var("DEBUGINFOD_CACHE_PATH"),
             xdg_cache_home: var("XDG_CACHE_HOME"),
             home: var("HOME"),
@@ -54,8 +56,9 @@ pub fn check_url(u: &str) -> Result<String, String> {
     Ok(t.to_string())
 }
 
-/// The servers to ask: `DEBUGINFOD_URLS` (space-separated), else every
-/// URL in `urls_dir/*.urls` (name order; `#` comments), else none.
+/// The servers to ask: `DEBUGINFOD_URLS` (space-separated; set and empty:
+/// none, as elfutils reads it), else every URL in `urls_dir/*.urls` (name
+/// order; `#` comments), else none.
 /// Entries that are not URLs are skipped (the environment is not ours to
 /// refuse); `--debuginfod` values are checked by the caller.
 pub fn urls(env: &Env, urls_dir: &Path) -> (Vec<String>, UrlSource) {
@@ -172,6 +175,14 @@ mod tests {
         let (l, src) = urls(&Env::default(), &d.path().join("missing"));
         assert!(l.is_empty());
         assert_eq!(src, UrlSource::None);
+        // Set and empty: no server, and the files are not read.
+        let env = Env {
+            urls: Some(" ".into()),
+            ..Default::default()
+        };
+        let (l, src) = urls(&env, d.path());
+        assert!(l.is_empty(), "{l:?}");
+        assert_eq!(src, UrlSource::Env);
     }
 
     #[test]
@@ -511,6 +522,7 @@ pub fn lookup(
     let (list, from) = match choice {
         Choice::Urls(u) => (u.clone(), "--debuginfod".to_string()),
         Choice::Auto(dir) => match urls(env, dir) {
+            (l, UrlSource::Env) if l.is_empty() => (l, "none (DEBUGINFOD_URLS is empty)".into()),
             (l, UrlSource::Env) => (l, "DEBUGINFOD_URLS".into()),
             (l, UrlSource::UrlsFiles(d)) => (l, format!("{}/*.urls", d.display())),
             (l, UrlSource::None) => (

@@ -26,6 +26,14 @@ pub struct Version {
     pub patch: u32,
 }
 
+impl Version {
+    /// The release series, `(major, minor)`: servers of one series share a
+    /// datadir format and system tables.
+    pub fn series(&self) -> (u32, u32) {
+        (self.major, self.minor)
+    }
+}
+
 impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
@@ -97,17 +105,35 @@ impl FromStr for ServerId {
 /// Asks the binary itself (`mysqld --version`), only for files named like a
 /// server: never run an arbitrary program to learn its version.
 pub fn detect(exe: &Path) -> Option<ServerId> {
-    let name = exe.file_name()?.to_str()?;
+    detect_or_why(exe).ok()
+}
+
+/// Why [`detect_or_why`] found no version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NoVersion {
+    /// The binary could not start here: the loader's own line (a library
+    /// missing) or the exec error.
+    CannotRun(String),
+    /// It ran and said something else, or nothing.
+    NotAServer(String),
+}
+
+/// [`detect`], or why not in one line.
+pub fn detect_or_why(exe: &Path) -> Result<ServerId, NoVersion> {
+    use NoVersion::{CannotRun, NotAServer};
+    let name = exe.file_name().and_then(|n| n.to_str()).unwrap_or("");
     if !(name.starts_with("mysqld") || name.starts_with("mariadbd")) {
-        return None;
+        return Err(NotAServer(
+            "not named mysqld or mariadbd: not run to ask its version".into(),
+        ));
     }
     let mut child = Command::new(exe)
         .arg("--no-defaults")
         .arg("--version")
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
-        .ok()?;
+        .map_err(|e| CannotRun(e.to_string()))?;
     // A server binary answers --version at once; give up after 5 s.
     for _ in 0..50 {
         if let Ok(Some(_)) = child.try_wait() {
@@ -118,10 +144,30 @@ pub fn detect(exe: &Path) -> Option<ServerId> {
     if child.try_wait().ok().flatten().is_none() {
         let _ = child.kill();
         let _ = child.wait();
-        return None;
+        return Err(NotAServer("`--version` did not answer in 5 s".into()));
     }
-    let out = child.wait_with_output().ok()?;
-    parse_version_output(&String::from_utf8_lossy(&out.stdout))
+    let out = child
+        .wait_with_output()
+        .map_err(|e| NotAServer(format!("cannot read its answer: {e}")))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if let Some(id) = parse_version_output(&text) {
+        return Ok(id);
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    let said = err
+        .lines()
+        .chain(text.lines())
+        .map(str::trim)
+        .find(|l| !l.is_empty());
+    Err(match said {
+        // The dynamic loader's exit when a library is missing.
+        Some(l) if out.status.code() == Some(127) => CannotRun(l.to_string()),
+        Some(l) => NotAServer(format!("`--version` exited with {}: {l}", out.status)),
+        None => NotAServer(format!(
+            "`--version` printed no MySQL/MariaDB version ({})",
+            out.status
+        )),
+    })
 }
 
 /// Parses `mysqld  Ver 8.0.36 for Linux ...` / `mariadbd  Ver 10.11.6-MariaDB-0+deb12u1 ...`.
@@ -362,6 +408,24 @@ pub fn short_name(mangled: &str) -> String {
         .unwrap_or_else(|| mangled.to_string())
 }
 
+/// The oldest version of `flavor` the table has a row for.
+pub fn oldest(flavor: Flavor) -> Option<Version> {
+    PROFILES
+        .iter()
+        .filter(|p| p.flavor == flavor)
+        .map(|p| p.from)
+        .min()
+}
+
+/// "MySQL 5.6.0 and later, MariaDB 10.5.0 and later", for messages.
+pub fn supported_range() -> String {
+    [(Flavor::MySql, "MySQL"), (Flavor::MariaDb, "MariaDB")]
+        .iter()
+        .filter_map(|(f, name)| oldest(*f).map(|v| format!("{name} {v} and later")))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The rows worth trying for `id`, best first. Unknown server: every row
 /// (mangled names differ between versions, so the symbols decide).
 pub fn candidates(id: Option<ServerId>) -> Vec<&'static Profile> {
@@ -386,6 +450,16 @@ mod tests {
         let odd = "_Z15l_Z15logT_writritremzsynssogT_writritremzsynssct";
         assert_eq!(short_name(odd), odd);
         assert_eq!(short_name("_ZN5log_t5flushEm"), "log_t::flush");
+    }
+
+    #[test]
+    fn the_oldest_rows_bound_what_is_supported() {
+        assert_eq!(oldest(Flavor::MariaDb), Some(v(10, 5, 0)));
+        assert_eq!(oldest(Flavor::MySql), Some(v(5, 6, 0)));
+        assert_eq!(
+            supported_range(),
+            "MySQL 5.6.0 and later, MariaDB 10.5.0 and later"
+        );
     }
 
     #[test]

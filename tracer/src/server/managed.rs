@@ -210,18 +210,23 @@ fn on_tmpfs(dir: &Path) -> bool {
     unsafe { libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type as i64 == TMPFS_MAGIC }
 }
 
-/// The lines of a server log worth showing: its [ERROR]s, else the tail.
+/// The lines of a server log worth showing: its first [ERROR] (the cause:
+/// the ones after it are consequences, "Plugin 'InnoDB' registration as
+/// a STORAGE ENGINE failed", "Aborting") and its last when there are
+/// more; with no [ERROR], the tail.
 pub fn log_errors(text: &str) -> String {
     let errors: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("[ERROR]"))
         .map(|l| l.split_once("[ERROR]").map_or(l, |(_, r)| r).trim())
         .collect();
-    let pick: Vec<&str> = if errors.is_empty() {
-        let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        all[all.len().saturating_sub(3)..].to_vec()
-    } else {
-        errors[errors.len().saturating_sub(4)..].to_vec()
+    let pick: Vec<&str> = match errors.as_slice() {
+        [] => {
+            let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+            all[all.len().saturating_sub(3)..].to_vec()
+        }
+        [one] => vec![*one],
+        [first, .., last] => vec![*first, *last],
     };
     if pick.is_empty() {
         "no error log output".into()
@@ -325,8 +330,37 @@ impl Managed {
         if let Some(m) = &b.messages {
             a.push(format!("--lc-messages-dir={}", m.display()));
         }
+        if let Some(c) = &b.charsets {
+            a.push(format!("--character-sets-dir={}", c.display()));
+        }
         a.extend(self.run_as.user_arg());
         a
+    }
+
+    /// `mariadbd --bootstrap` reading `sql` on stdin, as the install
+    /// scripts run it (their options, no test database, root without a
+    /// password on the socket), into a datadir it owns.
+    fn bootstrap_cmd(&self) -> Result<Command> {
+        let b = &self.cfg.binary;
+        fs::create_dir_all(&self.data).map_err(|source| Error::Workdir {
+            path: self.data.clone(),
+            source,
+        })?;
+        if let RunAs::System(u) = &self.run_as {
+            u.own(&self.data).map_err(|source| Error::Workdir {
+                path: self.data.clone(),
+                source,
+            })?;
+        }
+        let mut c = Command::new(&b.path);
+        c.args(self.common_args()).args([
+            "--bootstrap",
+            "--log-warnings=0",
+            "--enforce-storage-engine=",
+            "--max-allowed-packet=8M",
+            "--net-buffer-length=16K",
+        ]);
+        Ok(c)
     }
 
     /// Initialises the datadir. Cancel-safe: dropping the future kills the
@@ -345,6 +379,7 @@ impl Managed {
                 source,
             })?;
         }
+        let mut bootstrap_sql = None;
         let mut cmd = match b.init_method()? {
             InitMethod::InitializeInsecure => {
                 let mut c = Command::new(&b.path);
@@ -364,12 +399,29 @@ impl Managed {
                 c.args(self.run_as.user_arg());
                 c
             }
+            InitMethod::Bootstrap(ref sql) => {
+                let mut text = b"CREATE DATABASE IF NOT EXISTS mysql;\nUSE mysql;\n".to_vec();
+                for f in &sql.0 {
+                    let body = fs::read(f).map_err(|source| Error::Read {
+                        path: f.clone(),
+                        source,
+                    })?;
+                    text.extend_from_slice(&body);
+                    text.push(b'\n');
+                }
+                bootstrap_sql = Some(text);
+                self.bootstrap_cmd()?
+            }
         };
         // Options that shape the datadir (page size, log files) must be
         // there at creation too.
         cmd.args(self.cfg.options.iter().map(ServerOption::arg))
             .env("TMPDIR", &self.tmp)
-            .stdin(Stdio::null())
+            .stdin(if bootstrap_sql.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(log_file.try_clone().map_err(|source| Error::Workdir {
                 path: init_log.clone(),
                 source,
@@ -381,6 +433,14 @@ impl Managed {
             detail: format!("cannot run {what}: {e}"),
         })?;
         let mut group = Group(child);
+        // The SQL goes in from a thread: the server reads as it runs, and
+        // a pipe holds only 64 KiB. Its end (EOF) ends the bootstrap.
+        if let (Some(sql), Some(mut stdin)) = (bootstrap_sql.take(), group.0.stdin.take()) {
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let _ = stdin.write_all(&sql);
+            });
+        }
         let deadline = Instant::now() + STARTUP_LIMIT;
         loop {
             if let Some(st) = group.0.try_wait().map_err(|e| Error::ServerInit {
@@ -590,6 +650,12 @@ mod tests {
             "mariadbd: unknown variable 'foo=1' | Aborting"
         );
         assert_eq!(log_errors("a\nb\nc\nd\n"), "b | c | d");
+        // The cause first: a 10.5 server on a datadir of 10.11.
+        let cascade = "0 [ERROR] InnoDB: Unsupported redo log format. The redo log was created with MariaDB 10.11.19.\n0 [ERROR] Plugin 'InnoDB' init function returned error.\n0 [ERROR] Plugin 'InnoDB' registration as a STORAGE ENGINE failed.\n0 [ERROR] Unknown/unsupported storage engine: InnoDB\n0 [ERROR] Aborting\n";
+        assert_eq!(
+            log_errors(cascade),
+            "InnoDB: Unsupported redo log format. The redo log was created with MariaDB 10.11.19. | Aborting"
+        );
         assert_eq!(log_errors(""), "no error log output");
     }
 
@@ -600,6 +666,8 @@ mod tests {
             path: "/usr/sbin/mariadbd".into(),
             basedir: "/usr".into(),
             messages: None,
+            charsets: None,
+            system_tables: None,
             id: "mariadb-10.11".parse().unwrap(),
         };
         let m = Managed::new(ManagedConfig {

@@ -1,0 +1,290 @@
+//! The servers users run today, met for real: Debian 11's MariaDB 10.5 and
+//! Debian 13's 11.8, stock and stripped, each running with its own
+//! libraries from the cache that `cargo xtask servers` fills (a test fills
+//! it when empty), and the symbolized 10.5 build from ../shared/fixtures
+//! in exact mode. Debian 12's 10.11 has its own tests (servers.rs).
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use serde_json::Value;
+use testkit::{stock, Server};
+
+/// The stock server of `series` ("10.5", "11.8"), fetched when the cache
+/// is empty. A fetch that fails fails the test: the suite needs it.
+fn stock_server(series: &str) -> stock::StockServer {
+    let r = stock::Release::of_series(series).expect("a known series");
+    stock::ensure(r, &mut |l| eprintln!("stock servers: {l}"))
+        .unwrap_or_else(|e| panic!("MariaDB {series} from Debian {}: {e}", r.debian))
+}
+
+/// The share directory holding a stock server's messages and SQL.
+fn stock_share(s: &stock::StockServer) -> PathBuf {
+    ["usr/share/mysql", "usr/share/mariadb"]
+        .iter()
+        .map(|d| s.root.join(d))
+        .find(|d| d.join("english/errmsg.sys").is_file())
+        .expect("the package's share directory")
+}
+
+/// `cs_test.tb` with ids 1..=100, made without the sequence engine (the
+/// 10.5 fixture is built without it).
+fn prepare(s: &Server) {
+    s.query(
+        "CREATE DATABASE cs_test; CREATE TABLE cs_test.tb (id INT PRIMARY KEY, c INT) ENGINE=InnoDB; \
+         INSERT INTO cs_test.tb WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT i, 0 FROM n",
+    )
+    .expect("prepare schema");
+}
+
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// The main command's managed server under `--mysqld`: every client
+/// committed, the cross-check close, the version named. Returns the
+/// summary.
+fn managed(mysqld: &Path, threads: u32, version_prefix: &str) -> Value {
+    let wd = workdir();
+    let out = commitscope()
+        .args(["--mysqld", mysqld.to_str().unwrap()])
+        .args(["--threads", &threads.to_string(), "--duration", "5"])
+        .args(["--json", "--workdir", wd.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{threads} clients: {err}");
+    let lines = json_lines(&String::from_utf8_lossy(&out.stdout));
+    let s = lines.last().unwrap().clone();
+    let ctx = format!("{} {threads} clients: {s} {err}", mysqld.display());
+    assert_eq!(s["type"], "summary", "{ctx}");
+    let server = s["header"]["legend"]["server"].as_str().unwrap_or("");
+    assert!(server.starts_with(version_prefix), "{ctx}");
+    let per: Vec<u64> = s["workload"]["client_commits"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no client_commits: {ctx}"))
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(per.len(), threads as usize, "{ctx}");
+    assert!(
+        per.iter().all(|&c| c > 0),
+        "a client never committed: {ctx}"
+    );
+    assert_eq!(s["workload"]["errors"], 0, "{ctx}");
+    // The server's own counters over the same window.
+    let checks = s["checks"].as_array().unwrap();
+    assert!(!checks.is_empty(), "no cross-check: {ctx}");
+    for c in checks {
+        let d = c["diff_pct"].as_f64().unwrap_or(0.0);
+        assert!(d.abs() <= 0.1, "{}: {c}: {ctx}", c["counter"]);
+    }
+    assert_clean(wd.path());
+    s
+}
+
+#[test]
+fn stock_10_5_and_11_8_run_managed_under_the_main_command() {
+    if needs_root() {
+        return;
+    }
+    for (series, version) in [("10.5", "MariaDB 10.5."), ("11.8", "MariaDB 11.8.")] {
+        let st = stock_server(series);
+        for threads in [8, 64] {
+            let s = managed(&st.mariadbd, threads, version);
+            // Stripped: commits at the server layer.
+            assert!(s["header"]["legend"]["fallback"].is_string(), "{s}");
+        }
+    }
+}
+
+/// `trace --pid` on each stock server: server-layer counts equal to the
+/// commits the clients made.
+#[test]
+fn stock_10_5_and_11_8_are_traced_by_pid() {
+    if needs_root() {
+        return;
+    }
+    for series in ["10.5", "11.8"] {
+        let st = stock_server(series);
+        let server = Server::start(&st.mariadbd, Some(&stock_share(&st)), &[])
+            .unwrap_or_else(|e| panic!("start MariaDB {series}: {e}"));
+        prepare(&server);
+        let tracer = Tracer::start(server.pid(), &[]);
+        let commits = server.drive_updates("cs_test", 8, 300);
+        let lines = tracer.finish(true);
+        let s = summary(&lines);
+        let ctx = format!("MariaDB {series}: {s}");
+        assert!(
+            s["legend"]["server"]
+                .as_str()
+                .is_some_and(|v| v.starts_with(&format!("MariaDB {series}."))),
+            "{ctx}"
+        );
+        assert!(s["legend"]["fallback"].is_string(), "{ctx}");
+        assert_eq!(s["totals"]["n_write"].as_u64(), Some(commits), "{ctx}");
+        assert_eq!(s["totals"]["n_flush"], s["totals"]["redo_fsync"], "{ctx}");
+    }
+}
+
+/// A server the table does not know, a binary whose libraries are
+/// missing: one line each, exit 2, no hang.
+#[test]
+fn old_servers_and_missing_libraries_are_one_line() {
+    if needs_root() {
+        return;
+    }
+    let st = stock_server("10.5");
+    let d = tempfile::tempdir().unwrap();
+    // The stock binary without its libraries: its loader path points
+    // at a root that is not there.
+    let bin = d.path().join("mariadbd");
+    std::fs::copy(&st.mariadbd, &bin).unwrap();
+    run(std::process::Command::new("patchelf")
+        .args(["--set-rpath", "/nonexistent", "--set-interpreter"])
+        .arg("/lib64/ld-linux-x86-64.so.2")
+        .arg(&bin));
+    let t0 = std::time::Instant::now();
+    let out = commitscope()
+        .args(["--mysqld", bin.to_str().unwrap(), "--duration", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(30));
+    let e = one_error_line(&err);
+    assert!(
+        e.contains("cannot run here")
+            && e.contains("error while loading shared libraries: libsnappy.so.1"),
+        "the loader's message: {e}"
+    );
+
+    // 10.3: older than any row of the profile table (an ELF that answers
+    // `--version` as Debian 10's server does).
+    std::fs::create_dir(d.path().join("old")).unwrap();
+    let src = d.path().join("old.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\nint main(void) { puts(\"mariadbd  Ver 10.3.39-MariaDB-0+deb10u2 for debian-linux-gnu on x86_64 (Debian 10)\"); return 0; }\n",
+    )
+    .unwrap();
+    let old = d.path().join("old/mariadbd");
+    run(std::process::Command::new("gcc")
+        .arg(&src)
+        .arg("-o")
+        .arg(&old));
+    let out = commitscope()
+        .args(["--mysqld", old.to_str().unwrap(), "--duration", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let e = one_error_line(&err);
+    assert!(
+        e.contains("is MariaDB 10.3.39, older than any server commitscope knows")
+            && e.contains("MariaDB 10.5.0 and later"),
+        "{e}"
+    );
+}
+
+/// The 10.5 fixture: `n_write`, `durable` and `n_flush` exact at
+/// `log_write_up_to` and `log_t::file::flush`, against the server's own
+/// counters.
+#[test]
+fn symbolized_10_5_counts_exact_writes_and_flushes() {
+    if needs_root() {
+        return;
+    }
+    let Some(fix) = testkit::symbols_fixture_10_5() else {
+        testkit::skip("../shared/fixtures/mariadb-10.5.23-symbols is absent");
+        return;
+    };
+    let exe = fix.join("bin/mariadbd");
+    let server = Server::start(&exe, Some(&fix.join("share")), &[])
+        .unwrap_or_else(|e| panic!("start the 10.5 fixture: {e}"));
+    prepare(&server);
+    for (clients, per) in [(1, 1000), (8, 400)] {
+        let tracer = Tracer::start(server.pid(), &["-v"]);
+        let fsyncs_before = server.status("Innodb_data_fsyncs");
+        let commits = server.drive_updates("cs_test", clients, per);
+        // Idle, so no flush straddles the end.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let fsyncs_after = server.status("Innodb_data_fsyncs");
+        let stderr = tracer.stderr_lines.clone();
+        let lines = tracer.finish(true);
+        let s = summary(&lines);
+        let t = &s["totals"];
+        let ctx = format!("{clients} clients: {s} {stderr:?}");
+        assert_eq!(s["legend"]["profile"], "mariadb-10.5", "{ctx}");
+        assert_eq!(s["legend"]["server"], "MariaDB 10.5.23", "{ctx}");
+        assert_eq!(s["legend"]["n_write_source"], "log_write_up_to", "{ctx}");
+        assert_eq!(s["legend"]["n_flush_source"], "log_t::file::flush", "{ctx}");
+        assert!(s["legend"]["fallback"].is_null(), "{ctx}");
+        let durable = t["durable"].as_u64().unwrap();
+        let n_flush = t["n_flush"].as_u64().unwrap();
+        // 10.5 calls log_write_up_to durably for every commit (plus the
+        // master thread's background calls).
+        assert!(
+            durable >= commits && durable <= commits + 50,
+            "durable {durable}, commits {commits}: {ctx}"
+        );
+        assert!(n_flush > 0 && n_flush <= durable, "{ctx}");
+        if clients > 1 {
+            assert!(t["write_per_flush"].as_f64().unwrap() > 1.0, "{ctx}");
+        }
+        // Every InnoDB fsync the server counts, the kernel saw (the
+        // window opens a little before the first read and closes a
+        // little after the second: allow 2 background flushes).
+        let server_delta = fsyncs_after - fsyncs_before;
+        let ours = t["redo_fsync"].as_u64().unwrap() + t["data_fsync"].as_u64().unwrap();
+        assert!(
+            ours >= server_delta && ours <= server_delta + 2,
+            "ours {ours} vs Innodb_data_fsyncs delta {server_delta}: {ctx}"
+        );
+    }
+}
+
+/// `study` on the 10.5 fixture: the four scenarios in order, one client
+/// about 1:1, fifty batching.
+#[test]
+fn study_orders_its_scenarios_on_10_5() {
+    if needs_root() {
+        return;
+    }
+    let Some(fix) = testkit::symbols_fixture_10_5() else {
+        testkit::skip("../shared/fixtures/mariadb-10.5.23-symbols is absent");
+        return;
+    };
+    let wd = workdir();
+    let bin = fix.join("bin/mariadbd");
+    let out = commitscope()
+        .args(["study", "--json", "--duration", "1.5", "--warmup", "0.5"])
+        .args(["--mysqld", bin.to_str().unwrap()])
+        .args(["--workdir", wd.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let study = json_lines(&text)
+        .into_iter()
+        .find(|v| v["type"] == "study")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(study["fallback"], false, "{study}");
+    let rows = study["rows"].as_array().unwrap();
+    let keys: Vec<&str> = rows
+        .iter()
+        .map(|r| r["scenario"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["a", "b", "c", "d"], "{study}");
+    let a = rows[0]["write_per_flush"].as_f64().unwrap();
+    assert!((0.8..=1.2).contains(&a), "{study}");
+    assert!(
+        rows[2]["commits_per_flush"].as_f64().unwrap() > 2.0,
+        "{study}"
+    );
+    assert_clean(wd.path());
+}
