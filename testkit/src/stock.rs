@@ -182,33 +182,120 @@ fn archive_uri() -> Result<String, String> {
         })
 }
 
-/// apt with a private sources list and state in `dir/apt`.
-fn apt(dir: &Path, tool: &str) -> Command {
-    let a = dir.join("apt");
-    let mut c = Command::new(tool);
-    c.arg("-q")
-        .arg(format!(
-            "-oDir::Etc::SourceList={}",
-            a.join("sources.list").display()
-        ))
-        .arg("-oDir::Etc::SourceParts=/nonexistent")
-        .arg(format!("-oDir::State={}", a.join("state").display()))
-        .arg(format!(
-            "-oDir::State::status={}",
-            a.join("status").display()
-        ))
-        .arg(format!("-oDir::Cache={}", a.join("cache").display()))
-        .arg(format!(
-            "-oDir::Cache::archives={}",
-            dir.join("debs").display()
-        ))
-        .arg("-oAPT::Install-Recommends=false")
-        .arg("-oDebug::NoLocking=1")
-        // Root downloads into a directory the _apt user cannot write.
-        .arg("-oAPT::Sandbox::User=root")
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .stdin(Stdio::null());
-    c
+/// apt for one other suite of the machine's Debian archive, with a
+/// private sources list and state under `<cache>/<suite>/apt` (the
+/// machine's own apt configuration and package state are not touched).
+#[derive(Clone, Debug)]
+pub struct SuiteApt {
+    pub suite: String,
+    /// `<cache>/<suite>`: `apt/` (the state) and `debs/` (downloads).
+    pub dir: PathBuf,
+}
+
+impl SuiteApt {
+    /// Prepares the private state for `suite` (nothing is fetched yet).
+    pub fn new(suite: &str) -> Result<SuiteApt, String> {
+        let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+        let dir = cache_root()
+            .ok_or("neither XDG_CACHE_HOME nor HOME is set")?
+            .join(suite);
+        let a = dir.join("apt");
+        for d in [
+            a.join("state/lists/partial"),
+            a.join("cache"),
+            dir.join("debs/partial"),
+        ] {
+            fs::create_dir_all(&d).map_err(|e| io(&d, e))?;
+        }
+        // An empty system: apt resolves every dependency from the suite.
+        fs::write(a.join("status"), "").map_err(|e| io(&a, e))?;
+        let uri = archive_uri()?;
+        fs::write(
+            a.join("sources.list"),
+            format!(
+                "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {uri} {suite} main\n"
+            ),
+        )
+        .map_err(|e| io(&a, e))?;
+        Ok(SuiteApt {
+            suite: suite.to_string(),
+            dir,
+        })
+    }
+
+    /// `tool` (apt-get, apt-cache) pointed at the private state.
+    pub fn command(&self, tool: &str) -> Command {
+        let a = self.dir.join("apt");
+        let mut c = Command::new(tool);
+        c.arg("-q")
+            .arg(format!(
+                "-oDir::Etc::SourceList={}",
+                a.join("sources.list").display()
+            ))
+            .arg("-oDir::Etc::SourceParts=/nonexistent")
+            .arg(format!("-oDir::State={}", a.join("state").display()))
+            .arg(format!(
+                "-oDir::State::status={}",
+                a.join("status").display()
+            ))
+            .arg(format!("-oDir::Cache={}", a.join("cache").display()))
+            .arg(format!("-oDir::Cache::archives={}", self.debs().display()))
+            .arg("-oAPT::Install-Recommends=false")
+            .arg("-oDebug::NoLocking=1")
+            // Root downloads into a directory the _apt user cannot write.
+            .arg("-oAPT::Sandbox::User=root")
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Where downloaded packages go.
+    pub fn debs(&self) -> PathBuf {
+        self.dir.join("debs")
+    }
+
+    /// Reads the suite's package index.
+    pub fn update(&self) -> Result<(), String> {
+        run(
+            self.command("apt-get").arg("update"),
+            &format!("apt-get update ({})", self.suite),
+        )
+        .map(|_| ())
+    }
+
+    /// Whether an index was read before (by any earlier run).
+    pub fn has_index(&self) -> bool {
+        fs::read_dir(self.dir.join("apt/state/lists")).is_ok_and(|rd| {
+            rd.flatten()
+                .any(|e| e.file_name().to_string_lossy().ends_with("_Packages"))
+        })
+    }
+
+    /// The `.deb` of `pkg` in [`SuiteApt::debs`], downloading it first
+    /// when absent.
+    pub fn download(&self, pkg: &str) -> Result<PathBuf, String> {
+        let prefix = format!("{pkg}_");
+        let find = || {
+            fs::read_dir(self.debs()).ok().and_then(|rd| {
+                rd.flatten().map(|e| e.path()).find(|p| {
+                    p.extension().is_some_and(|x| x == "deb")
+                        && p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with(&prefix))
+                })
+            })
+        };
+        if let Some(d) = find() {
+            return Ok(d);
+        }
+        run(
+            self.command("apt-get")
+                .current_dir(self.debs())
+                .args(["download", &format!("{pkg}/{}", self.suite)]),
+            &format!("apt-get download {pkg}/{}", self.suite),
+        )?;
+        find().ok_or_else(|| format!("no .deb of {pkg} after apt-get download"))
+    }
 }
 
 fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
@@ -229,36 +316,16 @@ fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
 
 fn fill(release: Release, dir: &Path, say: &mut dyn FnMut(&str)) -> Result<(), String> {
     let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
-    let a = dir.join("apt");
-    for d in [
-        a.join("state/lists/partial"),
-        a.join("cache"),
-        dir.join("debs/partial"),
-    ] {
-        fs::create_dir_all(&d).map_err(|e| io(&d, e))?;
-    }
-    fs::write(a.join("status"), "").map_err(|e| io(&a, e))?;
-    let uri = archive_uri()?;
-    fs::write(
-        a.join("sources.list"),
-        format!(
-            "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {uri} {} main\n",
-            release.suite
-        ),
-    )
-    .map_err(|e| io(&a, e))?;
+    let apt = SuiteApt::new(release.suite)?;
     say(&format!(
         "{} (Debian {}): reading the package index",
         release.suite, release.debian
     ));
-    run(
-        apt(dir, "apt-get").arg("update"),
-        &format!("apt-get update ({})", release.suite),
-    )?;
+    apt.update()?;
     // The closure as apt resolves it against an empty system.
     let wanted = format!("{}/{}", release.package, release.suite);
     let plan = run(
-        apt(dir, "apt-get").args(["-s", "install", &wanted]),
+        apt.command("apt-get").args(["-s", "install", &wanted]),
         &format!("apt-get -s install {wanted}"),
     )?;
     let pkgs: Vec<String> = plan
@@ -270,56 +337,21 @@ fn fill(release: Release, dir: &Path, say: &mut dyn FnMut(&str)) -> Result<(), S
     if pkgs.is_empty() {
         return Err(format!("apt planned no package for {wanted}"));
     }
-    for (i, p) in pkgs.iter().enumerate() {
-        say(&format!("{}: {}/{} {p}", release.suite, i + 1, pkgs.len()));
-        let already = fs::read_dir(dir.join("debs"))
-            .map_err(|e| io(dir, e))?
-            .flatten()
-            .any(|e| {
-                e.file_name()
-                    .to_string_lossy()
-                    .starts_with(&format!("{p}_"))
-            });
-        if !already {
-            run(
-                apt(dir, "apt-get")
-                    .current_dir(dir.join("debs"))
-                    .args(["download", &format!("{p}/{}", release.suite)]),
-                &format!("apt-get download {p}/{}", release.suite),
-            )?;
-        }
-    }
     // A fresh root each fill: nothing of a cut-off one is kept.
     let root = dir.join("root");
     let _ = fs::remove_dir_all(&root);
     fs::create_dir_all(&root).map_err(|e| io(&root, e))?;
     let mut version = String::new();
-    let debs: Vec<PathBuf> = fs::read_dir(dir.join("debs"))
-        .map_err(|e| io(dir, e))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "deb"))
-        .collect();
-    for p in &pkgs {
-        let prefix = format!("{p}_");
-        let deb = debs
-            .iter()
-            .find(|d| {
-                d.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(&prefix))
-            })
-            .ok_or_else(|| format!("no .deb of {p} in {}", dir.join("debs").display()))?;
+    for (i, p) in pkgs.iter().enumerate() {
+        say(&format!("{}: {}/{} {p}", release.suite, i + 1, pkgs.len()));
+        let deb = apt.download(p)?;
         run(
-            Command::new("dpkg-deb").arg("-x").arg(deb).arg(&root),
+            Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root),
             &format!("dpkg-deb -x {}", deb.display()),
         )?;
-        if p == release.package {
+        if *p == release.package {
             version = run(
-                Command::new("dpkg-deb")
-                    .args(["-f"])
-                    .arg(deb)
-                    .arg("Version"),
+                Command::new("dpkg-deb").arg("-f").arg(&deb).arg("Version"),
                 "dpkg-deb -f",
             )?
             .trim()

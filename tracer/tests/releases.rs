@@ -288,3 +288,98 @@ fn study_orders_its_scenarios_on_10_5() {
     );
     assert_clean(wd.path());
 }
+
+/// The 10.5 fixture against a peer: bpftrace's uprobes on the same two
+/// functions, attached before commitscope and detached after it, over
+/// an update load that starts after both attached and ends before either
+/// detaches. Outside the load the server is idle but for its master
+/// thread's once-a-second `log_write_up_to` (and a flush when there is
+/// something to flush): bpftrace's extra calls are bounded by those.
+#[test]
+fn symbolized_10_5_agrees_with_bpftrace() {
+    use std::{
+        io::{BufRead, BufReader},
+        process::Stdio,
+        time::{Duration, Instant},
+    };
+    if needs_root() {
+        return;
+    }
+    let Some(fix) = testkit::symbols_fixture_10_5() else {
+        testkit::skip("../shared/fixtures/mariadb-10.5.23-symbols is absent");
+        return;
+    };
+    if !has_tool("bpftrace") {
+        testkit::skip("no bpftrace: run `cargo xtask setup` (installs it)");
+        return;
+    }
+    let exe = fix.join("bin/mariadbd");
+    let server = Server::start(&exe, Some(&fix.join("share")), &[])
+        .unwrap_or_else(|e| panic!("start the 10.5 fixture: {e}"));
+    prepare(&server);
+    let pid = server.pid();
+    let e = exe.display();
+    let script = format!(
+        "uprobe:{e}:_Z15log_write_up_tombb /pid == {pid}/ {{ @w = count(); if (arg1 & 0xff) {{ @d = count(); }} }}\n\
+         uprobe:{e}:_ZN5log_t4file5flushEv /pid == {pid}/ {{ @f = count(); }}\n"
+    );
+    /// Killed on drop: a failed assertion leaves no bpftrace behind.
+    struct Peer(std::process::Child);
+    impl Drop for Peer {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    // Line-buffered: its "Attaching" line must arrive while it runs.
+    let mut bpf = Peer(
+        testkit::command("bpftrace")
+            .args(["-B", "line", "-e", &script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let out = lines_of(bpf.0.stdout.take().unwrap());
+    let err = lines_of(bpf.0.stderr.take().unwrap());
+    wait_for(&out, "Attaching 2 probes");
+    let t_bpf = Instant::now();
+    let tracer = Tracer::start(pid, &[]);
+    let gap_in = t_bpf.elapsed();
+    let commits = server.drive_updates("cs_test", 8, 400);
+    std::thread::sleep(Duration::from_millis(300));
+    let t_end = Instant::now();
+    let lines = tracer.finish(true);
+    let gap_out = t_end.elapsed();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(bpf.0.id() as i32, libc::SIGINT) };
+    let _ = bpf.0.wait();
+    let said: Vec<String> = rest_of(&out).into_iter().chain(rest_of(&err)).collect();
+    let map = |name: &str| -> u64 {
+        said.iter()
+            .find_map(|l| l.strip_prefix(&format!("@{name}: ")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let (w, d, f) = (map("w"), map("d"), map("f"));
+    let t = &summary(&lines)["totals"];
+    let ours = |k: &str| t[k].as_u64().unwrap();
+    // Background calls in the gaps: one a second, plus one at each edge.
+    let slack = (gap_in + gap_out).as_secs() + 2;
+    let ctx = format!(
+        "bpftrace n_write {w} durable {d} n_flush {f}; ours {t}; commits {commits}; gaps {gap_in:?} + {gap_out:?}; {said:?}"
+    );
+    assert!(w >= commits, "{ctx}");
+    for (peer, k) in [(w, "n_write"), (d, "durable"), (f, "n_flush")] {
+        let o = ours(k);
+        assert!(o <= peer && peer - o <= slack, "{k}: {ctx}");
+    }
+    // The figures, for whoever runs it with --nocapture.
+    eprintln!(
+        "10.5 fixture vs bpftrace: n_write {}/{w} durable {}/{d} n_flush {}/{f} (ours/bpftrace), commits {commits}, gaps {:.2} s",
+        ours("n_write"),
+        ours("durable"),
+        ours("n_flush"),
+        (gap_in + gap_out).as_secs_f64()
+    );
+}

@@ -60,6 +60,17 @@ pub enum Which {
         #[arg(long, conflicts_with = "anatomy")]
         exporter: bool,
     },
+    /// Debian's 10.11 (the system's), 10.5 and 11.8 (stock, `cargo xtask
+    /// servers`) under the main command, rotated round by round: each
+    /// one's tps over 10.11's in the same round, and its cross-check.
+    Releases {
+        #[arg(long, default_value_t = 100)]
+        threads: u32,
+        #[arg(long, default_value_t = 20)]
+        seconds: u32,
+        #[arg(long, default_value_t = 10)]
+        rounds: u32,
+    },
     /// The exporter's scrape cost with `--servers` servers attached (p50,
     /// p99 of `--scrapes` back-to-back scrapes, beside `curl` of a static
     /// file of the same size), then its RSS over `--minutes` of 1 s scrapes.
@@ -135,6 +146,11 @@ pub fn run(which: Which) -> anyhow::Result<()> {
             minutes,
         } => crate::bench_exporter::scrape_cost(&commitscope_release()?, servers, scrapes, minutes),
         Which::FirstLine { runs } => first_line(runs),
+        Which::Releases {
+            threads,
+            seconds,
+            rounds,
+        } => crate::bench_releases::releases(&commitscope_release()?, threads, seconds, rounds),
         Which::Musl {
             threads,
             pairs,

@@ -2,6 +2,7 @@
 //! Never shipped to users; the README's two commands go through here.
 mod bench;
 mod bench_exporter;
+mod bench_releases;
 mod bench_symbols;
 mod bench_tpcc;
 mod cpustat;

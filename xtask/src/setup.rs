@@ -50,6 +50,9 @@ const APT: &[&str] = &[
     // Debian's other releases' servers (issue 31, `cargo xtask servers`)
     // run here with their own libraries: patchelf points them there.
     "patchelf",
+    // The peer that the 10.5 fixture's exact counts are checked against
+    // (the same uprobes, written as a bpftrace script).
+    "bpftrace",
 ];
 
 /// The static binary's target (`cargo xtask dist`).

@@ -20,8 +20,13 @@ use serde_json::Value;
 
 use crate::util::{cargo, fixture_mismatches, output, root, status};
 
-/// Debian 12's default cloud kernel (6.1) and its 6.12 backport line.
-pub const DEFAULT_KERNELS: &[&str] = &["linux-image-cloud-amd64", "linux-image-6.12-cloud-amd64"];
+/// Debian 12's default cloud kernel (6.1), its 6.12 backport line, and
+/// Debian 11's 5.10 (its own suite, through a private apt state).
+pub const DEFAULT_KERNELS: &[&str] = &[
+    "linux-image-cloud-amd64",
+    "linux-image-6.12-cloud-amd64",
+    "linux-image-cloud-amd64/bullseye",
+];
 
 /// The scenarios: name, `commitscope trace` flags, fixture binary.
 const SCENARIOS: &[(&str, &str, &str)] = &[
@@ -48,12 +53,13 @@ fn vm_dir() -> PathBuf {
     root().join("target/vm")
 }
 
-/// The versioned image package a meta-package stands for.
-fn resolve(pkg: &str) -> anyhow::Result<String> {
+/// The versioned image package a meta-package stands for, asking
+/// `apt_cache` (this machine's apt, or a suite's private one).
+fn resolve(pkg: &str, mut apt_cache: Command) -> anyhow::Result<String> {
     if !pkg.ends_with("-amd64") || pkg.chars().filter(|c| *c == '.').count() >= 2 {
         return Ok(pkg.to_string());
     }
-    let deps = output(Command::new("apt-cache").args(["depends", pkg]))?;
+    let deps = output(apt_cache.args(["depends", pkg]))?;
     deps.lines()
         .find_map(|l| {
             l.trim()
@@ -64,9 +70,77 @@ fn resolve(pkg: &str) -> anyhow::Result<String> {
         .with_context(|| format!("{pkg} names no linux-image package"))
 }
 
-/// vmlinuz of `pkg`, downloaded and unpacked once.
-fn kernel(pkg: &str) -> anyhow::Result<(String, PathBuf)> {
-    let versioned = resolve(pkg)?;
+/// Where a kernel package named as `NAME` (this machine's suite) or
+/// `NAME/SUITE` (another release, e.g. Debian 11's 5.10 as
+/// `linux-image-cloud-amd64/bullseye`) comes from: this machine's apt, or
+/// a private apt state for that suite.
+enum Source {
+    Host,
+    Suite(testkit::stock::SuiteApt),
+}
+
+impl Source {
+    fn of(spec: &str) -> anyhow::Result<(Source, &str)> {
+        let Some((name, suite)) = spec.split_once('/') else {
+            return Ok((Source::Host, spec));
+        };
+        let apt = testkit::stock::SuiteApt::new(suite).map_err(anyhow::Error::msg)?;
+        if !apt.has_index() {
+            eprintln!("vm-test: reading {suite}'s package index");
+            apt.update().map_err(anyhow::Error::msg)?;
+        }
+        Ok((Source::Suite(apt), name))
+    }
+
+    fn apt_cache(&self) -> Command {
+        match self {
+            Source::Host => Command::new("apt-cache"),
+            Source::Suite(apt) => apt.command("apt-cache"),
+        }
+    }
+
+    /// The .deb of `versioned`, downloaded (the index refreshed once when
+    /// it names a version the mirror dropped).
+    fn download(&self, versioned: &str) -> anyhow::Result<PathBuf> {
+        if let Source::Suite(apt) = self {
+            eprintln!("vm-test: apt-get download {versioned}/{}", apt.suite);
+            return apt
+                .download(versioned)
+                .or_else(|_| {
+                    apt.update()?;
+                    apt.download(versioned)
+                })
+                .map_err(anyhow::Error::msg);
+        }
+        let debs = vm_dir().join("debs");
+        std::fs::create_dir_all(&debs)?;
+        eprintln!("vm-test: apt-get download {versioned}");
+        let download = || {
+            status(
+                Command::new("apt-get")
+                    .args(["download", "-q", versioned])
+                    .current_dir(&debs),
+            )
+        };
+        if download().is_err() {
+            status(Command::new("apt-get").args(["update", "-q"]))?;
+            download()?;
+        }
+        std::fs::read_dir(&debs)?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&format!("{versioned}_")))
+            })
+            .with_context(|| format!("no .deb of {versioned} after apt-get download"))
+    }
+}
+
+/// vmlinuz of `spec` (see [`Source`]), downloaded and unpacked once.
+fn kernel(spec: &str) -> anyhow::Result<(String, PathBuf)> {
+    let (source, name) = Source::of(spec)?;
+    let versioned = resolve(name, source.apt_cache())?;
     let dir = vm_dir().join("kernels").join(&versioned);
     let find = |d: &Path| -> Option<PathBuf> {
         std::fs::read_dir(d.join("boot"))
@@ -81,30 +155,7 @@ fn kernel(pkg: &str) -> anyhow::Result<(String, PathBuf)> {
     if let Some(k) = find(&dir) {
         return Ok((versioned, k));
     }
-    let debs = vm_dir().join("debs");
-    std::fs::create_dir_all(&debs)?;
-    eprintln!("vm-test: apt-get download {versioned}");
-    let download = || {
-        status(
-            Command::new("apt-get")
-                .args(["download", "-q", &versioned])
-                .current_dir(&debs),
-        )
-    };
-    // A stale package index names a version the mirror dropped: refresh
-    // it once and try again.
-    if download().is_err() {
-        status(Command::new("apt-get").args(["update", "-q"]))?;
-        download()?;
-    }
-    let deb = std::fs::read_dir(&debs)?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with(&format!("{versioned}_")))
-        })
-        .with_context(|| format!("no .deb of {versioned} after apt-get download"))?;
+    let deb = source.download(&versioned)?;
     std::fs::create_dir_all(&dir)?;
     status(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&dir))?;
     let k = find(&dir).with_context(|| format!("{versioned} has no /boot/vmlinuz-*"))?;

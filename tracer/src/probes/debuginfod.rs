@@ -558,6 +558,10 @@ fn lookup_in(
     cache: Option<&Path>,
     accept: &mut impl FnMut(&Path, &[u8]) -> bool,
 ) -> Result<Option<String>, FetchError> {
+    // No server to ask: nothing to cache, no directory to make.
+    if urls.is_empty() {
+        return Ok(None);
+    }
     let Ok(scratch) = tempfile::tempdir() else {
         return Ok(None);
     };
