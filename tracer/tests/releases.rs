@@ -298,7 +298,6 @@ fn study_orders_its_scenarios_on_10_5() {
 #[test]
 fn symbolized_10_5_agrees_with_bpftrace() {
     use std::{
-        io::{BufRead, BufReader},
         process::Stdio,
         time::{Duration, Instant},
     };
