@@ -421,3 +421,47 @@ pub fn go_and_finish(mut fx: Child, tracer: Tracer) -> (Value, Vec<Value>, Vec<S
     let (lines, err) = tracer.finish_all(false);
     (truth, lines, err)
 }
+
+/// `commitscope study` (1.5 s per scenario) on a managed server of `bin`
+/// in `workdir`, checked as the study reads: exact probes (no fallback),
+/// scenarios a-d with 1, 50, 50, 100 threads in order, one client about
+/// 1:1, fifty on their own rows batching. Returns the `study` object.
+pub fn study_in_order(bin: &Path, workdir: &Path) -> Value {
+    let out = commitscope()
+        .args(["study", "--json", "--duration", "1.5", "--warmup", "0.5"])
+        .arg("--mysqld")
+        .arg(bin)
+        .arg("--workdir")
+        .arg(workdir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let study: Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "study")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(study["fallback"], false, "{study}");
+    let rows = study["rows"].as_array().unwrap();
+    let keys: Vec<&str> = rows
+        .iter()
+        .map(|r| r["scenario"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["a", "b", "c", "d"], "{study}");
+    let threads: Vec<u64> = rows
+        .iter()
+        .map(|r| r["threads"].as_u64().unwrap())
+        .collect();
+    assert_eq!(threads, [1, 50, 50, 100], "{study}");
+    // One client cannot share a flush with anyone: about 1:1.
+    let a = rows[0]["write_per_flush"].as_f64().unwrap();
+    assert!((0.8..=1.2).contains(&a), "{study}");
+    // 50 clients on their own rows batch commits.
+    assert!(
+        rows[2]["commits_per_flush"].as_f64().unwrap() > 2.0,
+        "{study}"
+    );
+    study
+}

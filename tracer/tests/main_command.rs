@@ -400,43 +400,6 @@ fn study_runs_its_four_scenarios_on_the_fixture() {
         return;
     };
     let wd = workdir();
-    let bin = fix.join("bin/mariadbd");
-    let out = commitscope()
-        .args(["study", "--json", "--duration", "1.5", "--warmup", "0.5"])
-        .args(["--mysqld", bin.to_str().unwrap()])
-        .args(["--workdir", wd.path().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let study: Value = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|v| v["type"] == "study")
-        .unwrap_or_else(|| panic!("{text}"));
-    assert_eq!(study["fallback"], false, "{study}");
-    let rows = study["rows"].as_array().unwrap();
-    let keys: Vec<&str> = rows
-        .iter()
-        .map(|r| r["scenario"].as_str().unwrap())
-        .collect();
-    assert_eq!(keys, ["a", "b", "c", "d"]);
-    let threads: Vec<u64> = rows
-        .iter()
-        .map(|r| r["threads"].as_u64().unwrap())
-        .collect();
-    assert_eq!(threads, [1, 50, 50, 100]);
-    // One client cannot share a flush with anyone: about 1:1.
-    let a = rows[0]["write_per_flush"].as_f64().unwrap();
-    assert!((0.8..=1.2).contains(&a), "{study}");
-    // 50 clients on their own rows batch commits.
-    assert!(
-        rows[2]["commits_per_flush"].as_f64().unwrap() > 2.0,
-        "{study}"
-    );
+    study_in_order(&fix.join("bin/mariadbd"), wd.path());
     assert_clean(wd.path());
 }

@@ -259,33 +259,7 @@ fn study_orders_its_scenarios_on_10_5() {
         return;
     };
     let wd = workdir();
-    let bin = fix.join("bin/mariadbd");
-    let out = commitscope()
-        .args(["study", "--json", "--duration", "1.5", "--warmup", "0.5"])
-        .args(["--mysqld", bin.to_str().unwrap()])
-        .args(["--workdir", wd.path().to_str().unwrap()])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let study = json_lines(&text)
-        .into_iter()
-        .find(|v| v["type"] == "study")
-        .unwrap_or_else(|| panic!("{text}"));
-    assert_eq!(study["fallback"], false, "{study}");
-    let rows = study["rows"].as_array().unwrap();
-    let keys: Vec<&str> = rows
-        .iter()
-        .map(|r| r["scenario"].as_str().unwrap())
-        .collect();
-    assert_eq!(keys, ["a", "b", "c", "d"], "{study}");
-    let a = rows[0]["write_per_flush"].as_f64().unwrap();
-    assert!((0.8..=1.2).contains(&a), "{study}");
-    assert!(
-        rows[2]["commits_per_flush"].as_f64().unwrap() > 2.0,
-        "{study}"
-    );
+    study_in_order(&fix.join("bin/mariadbd"), wd.path());
     assert_clean(wd.path());
 }
 
