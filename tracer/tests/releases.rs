@@ -38,6 +38,19 @@ fn prepare(s: &Server) {
     .expect("prepare schema");
 }
 
+/// The 10.5 symbolized build, when the test can use it: None (having
+/// said why) without root or without the fixture.
+fn fixture_10_5() -> Option<PathBuf> {
+    if needs_root() {
+        return None;
+    }
+    let fix = testkit::symbols_fixture_10_5();
+    if fix.is_none() {
+        testkit::skip("../shared/fixtures/mariadb-10.5.23-symbols is absent");
+    }
+    fix
+}
+
 fn json_lines(text: &str) -> Vec<Value> {
     text.lines()
         .filter_map(|l| serde_json::from_str(l).ok())
@@ -195,11 +208,7 @@ fn old_servers_and_missing_libraries_are_one_line() {
 /// counters.
 #[test]
 fn symbolized_10_5_counts_exact_writes_and_flushes() {
-    if needs_root() {
-        return;
-    }
-    let Some(fix) = testkit::symbols_fixture_10_5() else {
-        testkit::skip("../shared/fixtures/mariadb-10.5.23-symbols is absent");
+    let Some(fix) = fixture_10_5() else {
         return;
     };
     let exe = fix.join("bin/mariadbd");
@@ -251,11 +260,7 @@ fn symbolized_10_5_counts_exact_writes_and_flushes() {
 /// about 1:1, fifty batching.
 #[test]
 fn study_orders_its_scenarios_on_10_5() {
-    if needs_root() {
-        return;
-    }
-    let Some(fix) = testkit::symbols_fixture_10_5() else {
-        testkit::skip("../shared/fixtures/mariadb-10.5.23-symbols is absent");
+    let Some(fix) = fixture_10_5() else {
         return;
     };
     let wd = workdir();
@@ -275,11 +280,7 @@ fn symbolized_10_5_agrees_with_bpftrace() {
         process::Stdio,
         time::{Duration, Instant},
     };
-    if needs_root() {
-        return;
-    }
-    let Some(fix) = testkit::symbols_fixture_10_5() else {
-        testkit::skip("../shared/fixtures/mariadb-10.5.23-symbols is absent");
+    let Some(fix) = fixture_10_5() else {
         return;
     };
     if !has_tool("bpftrace") {
