@@ -465,3 +465,19 @@ pub fn study_in_order(bin: &Path, workdir: &Path) -> Value {
     );
     study
 }
+
+/// The main command with `args` on a managed server in a fresh workdir,
+/// expected to refuse: exit 2, one error line (returned), nothing left.
+pub fn fails(args: &[&str]) -> String {
+    let wd = workdir();
+    let out = commitscope()
+        .args(["--workdir", wd.path().to_str().unwrap(), "--duration", "1"])
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let line = one_error_line(&err);
+    assert_clean(wd.path());
+    line
+}

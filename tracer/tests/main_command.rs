@@ -298,20 +298,6 @@ fn signal_in_every_phase(sig: i32) {
 }
 
 /// One line, exit 2, no panic, nothing left behind.
-fn fails(args: &[&str]) -> String {
-    let wd = workdir();
-    let out = commitscope()
-        .args(["--workdir", wd.path().to_str().unwrap(), "--duration", "1"])
-        .args(args)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    let line = one_error_line(&err);
-    assert_clean(wd.path());
-    line
-}
-
 #[test]
 fn bad_input_is_one_line_and_leaves_nothing() {
     if needs_root() {
