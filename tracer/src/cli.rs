@@ -118,6 +118,18 @@ pub struct ExporterArgs {
     /// Seconds a server that went away keeps its series before they end.
     #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
     pub forget_after: f64,
+    /// Light tier: seconds each exact window lasts (per-commit probes
+    /// attached, then detached).
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub window: f64,
+    /// Light tier: seconds from one exact window's start to the next (0:
+    /// no scheduled windows; SIGUSR1 or POST /window still open one).
+    #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
+    pub window_every: f64,
+    /// Light tier: read the login for the commit counter ([client] user,
+    /// password) from this file instead of ~/.my.cnf.
+    #[arg(long, value_name = "FILE")]
+    pub defaults_file: Option<PathBuf>,
     #[command(flatten)]
     pub probes: ProbeArgs,
 }
@@ -179,6 +191,11 @@ fn parse_url(s: &str) -> Result<String, String> {
 }
 
 impl ProbeArgs {
+    /// The tier asked for, else the command's default.
+    pub fn tier_or(&self, default: crate::probes::tier::Tier) -> crate::probes::tier::Tier {
+        self.tier.unwrap_or(default)
+    }
+
     /// The debuginfod servers these flags choose.
     /// `--server-version`, parsed (None when not given).
     pub fn server(&self) -> crate::error::Result<Option<crate::probes::profiles::ServerId>> {
@@ -241,6 +258,11 @@ pub struct ProbeArgs {
     /// function's return probe; always on in `trace`).
     #[arg(long)]
     pub anatomy: bool,
+    /// Probe tier: light (per redo flush only, commits from the server's
+    /// counters; the exporter's default) or exact (every commit: n_write,
+    /// durable, batches; the default of trace and the main command).
+    #[arg(long = "probes", value_enum, value_name = "TIER")]
+    pub tier: Option<crate::probes::tier::Tier>,
 }
 
 #[derive(Clone, Debug, Args)]
@@ -377,6 +399,10 @@ pub struct TraceArgs {
     /// instead of two (no write_wait / commit_time line).
     #[arg(long)]
     pub no_write_timing: bool,
+    /// With --probes light: read the login for the commit counter
+    /// ([client] user, password) from this file instead of ~/.my.cnf.
+    #[arg(long, value_name = "FILE")]
+    pub defaults_file: Option<PathBuf>,
     #[command(flatten)]
     pub probes: ProbeArgs,
 }

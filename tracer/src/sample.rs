@@ -219,6 +219,10 @@ pub struct Columns {
     pub unknown_sites: bool,
     /// Leaders and followers are counted.
     pub anatomy: bool,
+    /// The per-commit write probes are attached (exact tier). Without
+    /// them (light) n_write is the server's commit counter and there is
+    /// no durable count, batch or anatomy.
+    pub per_commit: bool,
 }
 
 impl Columns {
@@ -232,6 +236,7 @@ impl Columns {
                 flush_timed: has_flush_fn,
                 unknown_sites: false,
                 anatomy: false,
+                per_commit: true,
             },
             WriteProbe::ServerLayer { .. } => Columns {
                 requests: Source::AllCalls,
@@ -240,14 +245,29 @@ impl Columns {
                 flush_timed: false,
                 unknown_sites: false,
                 anatomy: false,
+                per_commit: true,
             },
         }
     }
 
     pub fn of(probes: &Probes) -> Self {
+        Self::with_writes(probes, probes.tier.per_commit())
+    }
+
+    /// The columns of an exact window on light probes: the write probes
+    /// are attached while it lasts.
+    pub fn window_of(probes: &Probes) -> Self {
+        Self::with_writes(probes, true)
+    }
+
+    fn with_writes(probes: &Probes, per_commit: bool) -> Self {
         let plan = &probes.plan;
         let mut c = Columns::new(&plan.write, plan.flush.is_some());
-        c.anatomy = probes.anatomy;
+        c.per_commit = per_commit;
+        if !c.per_commit {
+            c.durable = None;
+        }
+        c.anatomy = probes.anatomy && c.per_commit;
         c.flush_timed = c.has_flush_fn && plan.flush.as_ref().is_some_and(|f| f.out_of_line);
         c.unknown_sites = c.durable.is_some() && plan.unknown_sites() > 0;
         c
@@ -294,7 +314,11 @@ impl Interval {
         let d = |c: Counter| cur.counter(c).saturating_sub(prev.counter(c));
         let ds = |s| cur.source(s).saturating_sub(prev.source(s));
         let redo = by_class(prev, cur, fds, FileClass::Redo);
-        let n_write = ds(cols.requests);
+        let n_write = if cols.per_commit {
+            ds(cols.requests)
+        } else {
+            cur.commits.saturating_sub(prev.commits)
+        };
         let durable = cols.durable.map(ds);
         let flush_calls = cols.has_flush_fn.then(|| d(Counter::FlushCalls));
         let n_flush = flush_calls.unwrap_or(redo.syncs);
@@ -322,14 +346,20 @@ impl Interval {
             flush_calls,
             lost_syncs: d(Counter::SyncLost),
             lost_events: d(Counter::SyncLost) + d(Counter::TimingLost) + d(Counter::WriteLost),
-            batch: Batch::from_hist(
-                &cur.batch
-                    .iter()
-                    .zip(prev.batch)
-                    .map(|(c, p)| c.saturating_sub(p))
-                    .collect::<Vec<_>>(),
-                d(Counter::BatchSum),
-            ),
+            // Without the write probes nothing arrives between flushes:
+            // the kernel's batches are empty, not batches of zero.
+            batch: if cols.per_commit {
+                Batch::from_hist(
+                    &cur.batch
+                        .iter()
+                        .zip(prev.batch)
+                        .map(|(c, p)| c.saturating_sub(p))
+                        .collect::<Vec<_>>(),
+                    d(Counter::BatchSum),
+                )
+            } else {
+                Batch::default()
+            },
             anatomy: cols.anatomy.then(|| {
                 let h = |k: HistKind| {
                     LogHist(cur.hists[k as usize]).since(&LogHist(prev.hists[k as usize]))
@@ -407,6 +437,13 @@ impl ProbeSampler {
         Ok(cur)
     }
 
+    /// The server's commit counter at the sampler's start (light tier):
+    /// the first interval's commits are counted from it.
+    pub fn set_commit_base(&mut self, commits: u64) {
+        self.prev.commits = commits;
+        self.base.commits = commits;
+    }
+
     /// Continues counting on `probes`, freshly attached to `pid` (the
     /// restarted server): what was counted so far is kept, under fd keys
     /// of its own, so the next tick is a delta over the new probes only
@@ -444,7 +481,19 @@ impl ProbeSampler {
 
     /// The interval since the previous tick.
     pub fn tick(&mut self, probes: &Probes) -> crate::error::Result<Interval> {
-        let cur = self.read(probes)?;
+        self.tick_with(probes, None)
+    }
+
+    /// The interval since the previous tick, with the server's commit
+    /// counter read just before (light tier; None keeps the last value,
+    /// so a failed read shows as no commits rather than a jump).
+    pub fn tick_with(
+        &mut self,
+        probes: &Probes,
+        commits: Option<u64>,
+    ) -> crate::error::Result<Interval> {
+        let mut cur = self.read(probes)?;
+        cur.commits = commits.unwrap_or(self.prev.commits);
         self.fds.refresh(cur.fds.keys().copied());
         let now = std::time::Instant::now();
         let i = Interval::between(

@@ -19,11 +19,11 @@ use workload::{
 use crate::{
     cli::{ProbeArgs, ServerArgs},
     error::{Error, Result},
-    probes::{Plan, Probes, Target},
+    probes::{cost, Plan, Probes, Target},
     report::{EndReason, RunHeader, RunSink, RunSummary},
     sample::{Joined, ProbeSampler},
     server::{
-        existing, locate,
+        commits, existing, locate,
         managed::{Managed, ManagedConfig},
         options::ServerOption,
         process,
@@ -218,6 +218,7 @@ pub async fn setup(
                         fsync_probe: probe_args.fsync_probe,
                         write_timing: false,
                         anatomy: false,
+                        tier: probe_args.tier_or(crate::probes::tier::Tier::Exact),
                     })?)
                 } else {
                     None
@@ -364,6 +365,7 @@ impl Attach {
             // return probe only comes with --anatomy (leaders, followers).
             write_timing: self.probe_args.anatomy,
             anatomy: self.probe_args.anatomy,
+            tier: self.probe_args.tier_or(crate::probes::tier::Tier::Exact),
         };
         let probes = ph
             .run(stop, "attach probes", async {
@@ -377,7 +379,11 @@ impl Attach {
         if self.probe_args.verbose {
             trace::verbose_report(&probes);
         }
-        if let Some(line) = probes.plan.fallback_line().filter(|_| first) {
+        if let Some(line) = probes
+            .plan
+            .fallback_line()
+            .filter(|_| first && probes.tier.per_commit())
+        {
             eprintln!("commitscope: {line}");
         }
         let legend = trace::legend(&probes, &target);
@@ -416,6 +422,14 @@ impl Stage {
             (Some(p), Some(pid)) => Some(ProbeSampler::new(p, pid)?),
             _ => None,
         };
+        // Light probes: n_write is the server's commit counter, read on
+        // the control connection at each tick.
+        let light = self.probes.as_ref().is_some_and(|p| !p.tier.per_commit());
+        if let (true, Some(s)) = (light, sampler.as_mut()) {
+            if let Ok(n) = commits::read_on(self.control()?).await {
+                s.set_commit_base(n);
+            }
+        }
         let mut before = status::read(self.control()?).await?;
         let mut engine = Driver::start(m.cfg.clone())?;
         let warmup = m.cfg.warmup.as_secs_f64();
@@ -426,6 +440,8 @@ impl Stage {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut fd_poll = tokio::time::interval(Duration::from_millis(100));
         let mut stall = crate::sample::StallClock::default();
+        // `-v`: what the probes cost at this rate, after the first tick.
+        let mut cost_said = false;
         // What stopped the run when the server could not write.
         let mut fatal: Option<String> = None;
         // How a server that is not our child ended, if it could be seen.
@@ -444,12 +460,24 @@ impl Stage {
         let end = loop {
             tokio::select! {
                 _ = tick.tick() => {
+                    let n = match light {
+                        true => commits::read_on(self.control()?).await.ok(),
+                        false => None,
+                    };
                     let w = engine.sample()?;
                     let t = match (&mut sampler, &self.probes) {
-                        (Some(s), Some(p)) => Some(s.tick(p)?),
+                        (Some(s), Some(p)) => Some(s.tick_with(p, n)?),
                         _ => None,
                     };
                     let elapsed = w.elapsed_s;
+                    if let (Some(t), Some(p), false) = (&t, &self.probes, cost_said) {
+                        cost_said = true;
+                        let write_timing = self.attach.as_ref().is_some_and(|a| a.probe_args.anatomy);
+                        if let Ok(snap) = p.read() {
+                            let h = cost::hits(&snap, t.elapsed_s, p.tier, write_timing, t.n_write);
+                            ph.note(cost::line(&h, p.tier));
+                        }
+                    }
                     let mut j = Joined::new(w, t);
                     j.stalled_s = stall.tick(&j.workload);
                     sink.tick(SystemTime::now(), &j);
@@ -504,8 +532,12 @@ impl Stage {
             }
         };
         let (last, wsum) = engine.stop()?;
+        let n = match light {
+            true => commits::read_on(self.control()?).await.ok(),
+            false => None,
+        };
         let t = match (&mut sampler, &self.probes) {
-            (Some(s), Some(p)) => Some(s.tick(p)?),
+            (Some(s), Some(p)) => Some(s.tick_with(p, n)?),
             _ => None,
         };
         // The residual after the last tick (the workers finishing their

@@ -10,11 +10,11 @@ use crate::{
     cli::TraceArgs,
     error::{Error, Result},
     probes::{
-        debuginfod::Looked, profiles, symbols::SymbolSource, Plan, Probes, Target, WriteProbe,
+        cost, debuginfod::Looked, profiles, symbols::SymbolSource, Plan, Probes, Target, WriteProbe,
     },
     report::{human::Human, json::Json, EndReason, Legend, Restart, Sink, Summary},
     sample::ProbeSampler,
-    server::process,
+    server::{commits, process},
 };
 
 /// Turns the CLI into a target: pid, executable, options.
@@ -47,6 +47,7 @@ pub fn target(args: &TraceArgs) -> Result<Target> {
         write_timing: !args.no_write_timing,
         // Free where the return probe is attached anyway.
         anatomy: !args.no_write_timing,
+        tier: args.probes.tier_or(crate::probes::tier::Tier::Exact),
     })
 }
 
@@ -70,15 +71,24 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
         (SymbolSource::Debuginfod, Some(Looked { used: Some(u), .. })) => u.clone(),
         (s, _) => s.to_string(),
     };
+    let light = !probes.tier.per_commit();
     Legend {
+        probes: probes.tier,
         pid: target.pid,
         exe: target.exe.display().to_string(),
         server: plan.server.map(|s| s.to_string()),
         profile,
-        n_write_source: plan.write.source_name(),
+        n_write_source: if light {
+            format!(
+                "{} (SHOW GLOBAL STATUS: light probes, none per commit)",
+                crate::server::commits::COUNTER
+            )
+        } else {
+            plan.write.source_name()
+        },
         n_write_symbol_from: write_from.clone(),
         symbol_source: plan.symbol_source(&write_from),
-        durable_source: durable,
+        durable_source: durable.filter(|_| !light),
         n_flush_source: plan
             .flush
             .as_ref()
@@ -87,8 +97,8 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
         fsync_probe: probes.kernel.used.to_string(),
         fsync_function: probes.kernel.kernel_functions.clone(),
         write_probe: probes.kernel.write_probes.clone(),
-        fallback: plan.fallback_line(),
-        anatomy: probes.anatomy.then(|| anatomy_meaning(plan)),
+        fallback: plan.fallback_line().filter(|_| !light),
+        anatomy: (probes.anatomy && !light).then(|| anatomy_meaning(plan)),
     }
 }
 
@@ -197,6 +207,16 @@ async fn run_loop(
     // The maps were created empty at attach: counting starts there, so
     // the baseline is zero, not a first read that could miss early events.
     let mut sampler = ProbeSampler::since_attach(&probes, target.pid);
+    // Light probes: commits from the server's counter, read each tick.
+    let mut commits = match probes.tier.per_commit() {
+        true => None,
+        false => commits::login_or_say(target.pid, args.defaults_file.as_deref()).await,
+    };
+    if let Some(c) = commits.as_mut() {
+        if let Ok(n) = c.read().await {
+            sampler.set_commit_base(n);
+        }
+    }
     let mut intervals = 0u64;
     let mut pids = vec![target.pid];
     let period = Duration::from_secs_f64(args.interval);
@@ -239,9 +259,19 @@ async fn run_loop(
                 if crate::interrupt::fired() {
                     break EndReason::Interrupted;
                 }
-                let i = sampler.tick(&probes)?;
+                let n = match commits.as_mut() {
+                    Some(c) => c.read().await.ok(),
+                    None => None,
+                };
+                let i = sampler.tick_with(&probes, n)?;
                 sink.interval(SystemTime::now(), &i);
                 intervals += 1;
+                if intervals == 1 && args.probes.verbose {
+                    if let Ok(snap) = probes.read() {
+                        let h = cost::hits(&snap, i.elapsed_s, probes.tier, target.write_timing, i.n_write);
+                        eprintln!("commitscope: {}", cost::line(&h, probes.tier));
+                    }
+                }
                 if gone(target.pid) && args.mysqld.is_none() {
                     break EndReason::TargetExited;
                 }
@@ -318,7 +348,11 @@ async fn run_loop(
     }
     // The partial last interval (also what a dying target did after the
     // last tick), so the totals equal the sum of the printed lines.
-    let i = sampler.tick(&probes)?;
+    let n = match commits.as_mut() {
+        Some(c) => c.read().await.ok(),
+        None => None,
+    };
+    let i = sampler.tick_with(&probes, n)?;
     if sampler.changed() {
         sink.interval(SystemTime::now(), &i);
         intervals += 1;
@@ -415,7 +449,11 @@ pub fn run(args: TraceArgs) -> Result<()> {
     if args.probes.verbose {
         verbose_report(&probes);
     }
-    if let Some(line) = probes.plan.fallback_line() {
+    if let Some(line) = probes
+        .plan
+        .fallback_line()
+        .filter(|_| probes.tier.per_commit())
+    {
         eprintln!("commitscope: {line}");
     }
     eprintln!(

@@ -68,6 +68,7 @@ pub fn run(args: &ProbesArgs) -> Result<()> {
         fsync_probe: args.probes.fsync_probe,
         write_timing: true,
         anatomy: false,
+        tier: args.probes.tier_or(crate::probes::tier::Tier::Exact),
     })?;
     let seconds = t0.elapsed().as_secs_f64();
     let mut points: Vec<Point> = plan

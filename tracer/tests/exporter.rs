@@ -46,7 +46,7 @@ fn exact_counts_equal_the_trace_of_the_same_window() {
         return;
     };
     let pid = server.pid().to_string();
-    let mut e = Exporter::start(&["--pid", &pid, "--anatomy"]);
+    let mut e = Exporter::start(&["--pid", &pid, "--anatomy", "--probes", "exact"]);
     e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
     let l = label(&server);
     let names = [
@@ -158,7 +158,21 @@ fn openmetrics_when_asked_and_an_index_page() {
         Some(1.0),
         "{text}"
     );
-    assert!(sample(&text, "commitscope_server_commits_total", &[&l]).is_some());
+    // Light by default: commits by the server's counter (root logs in by
+    // the socket), none per commit.
+    assert!(
+        sample(
+            &text,
+            "commitscope_status_commits_total",
+            &[&l, "counter=\"Handler_commit\""]
+        )
+        .is_some(),
+        "{text}"
+    );
+    assert!(
+        !text.contains("commitscope_server_commits_total{"),
+        "{text}"
+    );
     assert!(sample(&text, "process_resident_memory_bytes", &[]).is_some_and(|v| v > 0.0));
     let (status, page) = e.get("/", "text/html");
     assert!(status.contains("200"));
@@ -188,7 +202,16 @@ fn a_restarted_server_is_reattached_and_its_counters_continue() {
         fixture.socket.display().to_string(),
         debian.socket.display().to_string(),
     ];
-    let mut e = Exporter::start(&["-S", &sockets[0], "-S", &sockets[1], "--rescan", "1"]);
+    let mut e = Exporter::start(&[
+        "-S",
+        &sockets[0],
+        "-S",
+        &sockets[1],
+        "--rescan",
+        "1",
+        "--probes",
+        "exact",
+    ]);
     // Both, in whichever order the scan found them: the fixture's counts
     // can settle before the stripped server's symbols are read.
     for pid in [fixture.pid(), debian.pid()] {
@@ -395,11 +418,14 @@ fn without_root_the_units_capabilities_suffice_and_a_missing_one_is_named() {
             "without {cap}: {line}"
         );
     }
-    let mut child = unprivileged(&caps, &["--pid", &pid, "--listen", &listen])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = unprivileged(
+        &caps,
+        &["--pid", &pid, "--listen", &listen, "--probes", "exact"],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     let mut e = Exporter {
         stderr: lines_of(child.stderr.take().unwrap()),
         child,

@@ -9,6 +9,7 @@ use std::{
 use anyhow::{bail, Context};
 use clap::Subcommand;
 
+use crate::bench_arms::Arm;
 use crate::cpustat::CpuTimes;
 use crate::util::{build_fixture, cargo, median, root, start_trace, status};
 
@@ -55,10 +56,15 @@ pub enum Which {
         /// main command's --anatomy) instead of entry-only counting.
         #[arg(long)]
         anatomy: bool,
-        /// Attach `commitscope exporter` (scraped every second) instead of
-        /// `commitscope trace`.
-        #[arg(long, conflicts_with = "anatomy")]
+        /// Attach `commitscope exporter` as it runs by default (scraped
+        /// every second) instead of `commitscope trace`: `--arms exporter`.
+        #[arg(long, conflicts_with_all = ["anatomy", "arms"])]
         exporter: bool,
+        /// The probe sets to alternate with untraced windows, each in its
+        /// turn in every round: trace, light, exporter, exporter-exact,
+        /// bpftrace (our exact set as a bpftrace script, the peer).
+        #[arg(long, value_enum, value_delimiter = ',', default_value = "trace")]
+        arms: Vec<crate::bench_arms::Arm>,
     },
     /// Debian's 10.11 (the system's), 10.5 and 11.8 (stock, `cargo xtask
     /// servers`) under the main command, rotated round by round: each
@@ -139,7 +145,15 @@ pub fn run(which: Which) -> anyhow::Result<()> {
             mysqld,
             anatomy,
             exporter,
-        } => overhead(threads, pairs, seconds, mysqld, anatomy, exporter),
+            arms,
+        } => {
+            let arms = if exporter {
+                vec![crate::bench_arms::Arm::Exporter]
+            } else {
+                arms
+            };
+            overhead(threads, pairs, seconds, mysqld, anatomy, &arms)
+        }
         Which::Scrape {
             servers,
             scrapes,
@@ -500,20 +514,24 @@ fn unix_now() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// One untraced workload runs throughout; the probes are attached
-/// (`commitscope trace`, the same attach and per-tick reads as the main
-/// command) in every other window: U0 T0 U1 T1 ... Un. Each traced window
-/// is compared with the mean of the untraced windows on either side, so a
-/// drift of the server over the run cancels out. The first second of each
-/// window (attach, detach) is left out.
+/// One untraced workload runs throughout; the probes are attached in
+/// every other window, each arm in its turn: U0 A1 U1 A2 U2 ... (a round
+/// is one window of every arm). Each traced window is compared with the
+/// mean of the untraced windows on either side, so a drift of the server
+/// over the run cancels out. The first second of each window (attach,
+/// detach) is left out. With several arms, their ratios in the same round
+/// are compared pair by pair (our exact set against bpftrace's).
 fn overhead(
     threads: u32,
     pairs: u32,
     seconds: u32,
     mysqld: Option<PathBuf>,
     anatomy: bool,
-    exporter: bool,
+    arms: &[Arm],
 ) -> anyhow::Result<()> {
+    if arms.is_empty() {
+        bail!("--arms is empty: name at least one of trace, light, exporter, exporter-exact, bpftrace");
+    }
     let cs = commitscope_release()?;
     let bin = match mysqld {
         Some(b) => b,
@@ -560,32 +578,21 @@ fn overhead(
             .collect::<Vec<_>>()
     });
     let sleep = |s: f64| std::thread::sleep(std::time::Duration::from_secs_f64(s));
+    let rounds = pairs as usize;
     eprintln!(
-        "bench: {threads} clients, warmup {warmup} s, then {} windows of {window} s",
-        2 * pairs + 1
+        "bench: {threads} clients, warmup {warmup} s, then {} windows of {window} s ({rounds} rounds of {})",
+        2 * rounds * arms.len() + 1,
+        arms.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
     );
     sleep(warmup);
     let (mut untraced, mut traced) = (Vec::new(), Vec::new());
-    for _ in 0..pairs {
-        untraced.push(Window::measure(window));
-        let probe = if exporter {
-            crate::bench_exporter::Scraped::start(&cs, server.pid())?
-        } else {
-            // The main command's probe set: the write probe counts, the
-            // workload times the commits.
-            crate::bench_exporter::Scraped::trace(start_trace(
-                &cs,
-                server.pid(),
-                if anatomy {
-                    &["--json"][..]
-                } else {
-                    &["--json", "--no-write-timing"][..]
-                },
-                Stdio::null(),
-            )?)
-        };
-        traced.push(Window::measure(window));
-        probe.stop()?;
+    for _ in 0..rounds {
+        for &arm in arms {
+            untraced.push(Window::measure(window));
+            let probe = crate::bench_arms::attach(arm, &cs, &bin, server.pid(), anatomy)?;
+            traced.push((arm, Window::measure(window)));
+            probe.stop()?;
+        }
     }
     untraced.push(Window::measure(window));
     // SAFETY: signalling our own child; it prints its summary and exits 0.
@@ -599,13 +606,16 @@ fn overhead(
     }
     drop(server);
     let tps = |w: &Window| window_tps(&ticks, w.from, w.to).context("a window without ticks");
-    println!("pair  untraced_before  traced  untraced_after  ratio  steal%  idle%  tx/cpu-s ratio");
-    let (mut ratios, mut per_cpu) = (Vec::new(), Vec::new());
-    for k in 0..pairs as usize {
-        let (u0, w, u1) = (&untraced[k], &traced[k], &untraced[k + 1]);
+    println!("window  arm                         untraced_before  traced  untraced_after  ratio  steal%  idle%  tx/cpu-s ratio");
+    // Per arm: the ratios in round order, and the per-CPU ratios.
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); arms.len()];
+    let mut per_cpu: Vec<Vec<f64>> = vec![Vec::new(); arms.len()];
+    for (k, (arm, w)) in traced.iter().enumerate() {
+        let (u0, u1) = (&untraced[k], &untraced[k + 1]);
         let (a, t, b) = (tps(u0)?, tps(w)?, tps(u1)?);
         let r = t / ((a + b) / 2.0);
-        ratios.push(r);
+        let i = k % arms.len();
+        ratios[i].push(r);
         let cpu = match (
             w.per_busy_second(t),
             u0.per_busy_second(a),
@@ -613,54 +623,98 @@ fn overhead(
         ) {
             (Some(et), Some(ea), Some(eb)) => {
                 let e = et / ((ea + eb) / 2.0);
-                per_cpu.push(e);
+                per_cpu[i].push(e);
                 let c = w.cpu.unwrap_or_default();
                 format!("{:>6.1}  {:>5.1}  {e:>14.3}", c.steal_pct(), c.idle_pct())
             }
             _ => "     -      -               -".to_string(),
         };
         println!(
-            "{:>4}  {a:>15.0}  {t:>6.0}  {b:>14.0}  {r:.3}  {cpu}",
-            k + 1
+            "{:>6}  {:<26}  {a:>15.0}  {t:>6.0}  {b:>14.0}  {r:.3}  {cpu}",
+            k + 1,
+            arm.name()
         );
     }
     println!(
-        "update workload, {threads} clients, {pairs} traced windows of {seconds} s between untraced ones, on {}",
+        "update workload, {threads} clients, {rounds} rounds of {} traced windows of {seconds} s between untraced ones, on {}",
+        arms.len(),
         bin.display()
     );
-    let bar = if anatomy { 0.95 } else { 0.98 };
+    for (i, arm) in arms.iter().enumerate() {
+        report_arm(*arm, anatomy, &ratios[i], &per_cpu[i]);
+    }
+    // Ours against the peer, round by round: the same probes, trapped by
+    // two tools, in neighbouring windows.
+    let at = |a: Arm| arms.iter().position(|x| *x == a);
+    if let (Some(o), Some(p)) = (at(Arm::Trace), at(Arm::Bpftrace)) {
+        let diffs: Vec<f64> = ratios[o]
+            .iter()
+            .zip(&ratios[p])
+            .map(|(a, b)| a - b)
+            .collect();
+        if let Some(c) = crate::util::mean_ci95(&diffs) {
+            let call = if c.lo >= -0.01 {
+                "bar met (ours within 0.01 of bpftrace's, or better)"
+            } else if c.hi < -0.01 {
+                "bar missed (ours more than 0.01 below bpftrace's)"
+            } else {
+                "not resolved at this noise: rerun with more --pairs"
+            };
+            println!(
+                "ours (trace) minus bpftrace, ratio per round: mean {:+.4}, 95 % CI [{:+.4}, {:+.4}]: {call}",
+                c.mean, c.lo, c.hi
+            );
+        }
+    }
+    Ok(())
+}
+
+/// One arm's figures: median and mean ratios against its bar, the mean's
+/// interval half-width, and the per-CPU context.
+fn report_arm(arm: Arm, anatomy: bool, ratios: &[f64], per_cpu: &[f64]) {
+    let name = arm.name();
+    let bar = arm.bar(anatomy);
+    let bar_text = bar.map_or_else(
+        || "the peer: no bar".to_string(),
+        |b| format!("bar: >= {b}"),
+    );
     println!(
-        "median traced/untraced tps ratio{}: {:.3} (bar: >= {bar})",
-        match (anatomy, exporter) {
-            (true, _) => " with --anatomy",
-            (_, true) => " with the exporter scraped every second",
-            _ => "",
+        "{name}: median traced/untraced tps ratio{}: {:.3} ({bar_text})",
+        if anatomy && arm == Arm::Trace {
+            " with --anatomy"
+        } else {
+            ""
         },
-        median(ratios.clone()),
+        median(ratios.to_vec()),
     );
-    println!(
-        "{}",
-        verdict("median", crate::util::median_ci95(ratios.clone()), bar)
-    );
-    if let Some(c) = crate::util::mean_ci95(&ratios) {
+    if let Some(b) = bar {
+        println!(
+            "{name}: {}",
+            verdict("median", crate::util::median_ci95(ratios.to_vec()), b)
+        );
+    }
+    if let Some(c) = crate::util::mean_ci95(ratios) {
         // The signs-only median interval narrows slowly on a host whose
         // capacity swings second to second; the mean's uses the sizes.
         println!(
-            "mean traced/untraced tps ratio: {:.3} (lag-1 autocorrelation {:.2}, allowed for); {}",
+            "{name}: mean traced/untraced tps ratio: {:.3}, half-width {:.4} (lag-1 autocorrelation {:.2}, allowed for){}",
             c.mean,
+            (c.hi - c.lo) / 2.0,
             c.rho1,
-            verdict("mean", Some((c.lo, c.hi)), bar)
+            bar.map_or_else(String::new, |b| format!(
+                "; {}",
+                verdict("mean", Some((c.lo, c.hi)), b)
+            ))
         );
     }
-    if let Some((lo, hi)) = crate::util::median_ci95(per_cpu.clone()) {
+    if let Some((lo, hi)) = crate::util::median_ci95(per_cpu.to_vec()) {
         // Context, not the bar: the bar is on tps. Where the host's steal
         // moves tps, this says what the probes themselves cost.
         println!(
-            "transactions per busy CPU-second, traced/untraced: median {:.3}, 95 % CI [{lo:.3}, {hi:.3}] (context; the bar is on tps)",
-            median(per_cpu)
+            "{name}: transactions per busy CPU-second, traced/untraced: median {:.3}, 95 % CI [{lo:.3}, {hi:.3}] (context; the bar is on tps)",
+            median(per_cpu.to_vec())
         );
     }
-    Ok(())
 }
 
 /// One measured window of the overhead benchmark: its span (the first

@@ -33,10 +33,13 @@ impl Scraped {
         Scraped::Trace(child)
     }
 
-    /// The exporter attached to `pid`, scraped every second.
-    pub fn start(cs: &Path, pid: u32) -> anyhow::Result<Self> {
+    /// The exporter attached to `pid` with `extra` flags, scraped every
+    /// second.
+    pub fn start(cs: &Path, pid: u32, extra: &[&str]) -> anyhow::Result<Self> {
         let port = free_port();
-        let child = start_exporter(cs, port, &["--pid".into(), pid.to_string()], &[pid])?;
+        let mut args = vec!["--pid".to_string(), pid.to_string()];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let child = start_exporter(cs, port, &args, &[pid])?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let scraper = std::thread::spawn(move || {

@@ -1,6 +1,7 @@
 //! Developer tasks: `cargo xtask setup|build|test|lint|servers|run|fuzz|soak|vm-test|dist|dist-test|bench`.
 //! Never shipped to users; the README's two commands go through here.
 mod bench;
+mod bench_arms;
 mod bench_exporter;
 mod bench_releases;
 mod bench_symbols;

@@ -5,15 +5,19 @@
 use std::{
     collections::BTreeMap,
     path::PathBuf,
-    time::{Duration, Instant},
+    sync::Mutex,
+    time::{Duration, Instant, SystemTime},
 };
 
-use super::{discover::Found, metrics::ServerView, totals::Totals};
+use super::{discover::Found, metrics::ServerView, totals::Totals, window::Figures};
 use crate::{
     fds::FdTable,
-    probes::{Plan, Probes, Snapshot, Target, WriteProbe},
+    probes::{tier::Tier, Plan, Probes, Snapshot, Target, WindowLinks, WriteProbe},
     sample::Columns,
-    server::process,
+    server::{
+        commits::{self, CommitCounter, Running},
+        process,
+    },
 };
 
 /// Probes attached to one process of a server.
@@ -23,17 +27,26 @@ pub struct Attached {
     prev: Snapshot,
     fds: FdTable,
     cols: Columns,
+    /// Light tier: the login that reads the server's commit counter (None
+    /// when it could not log in, or while a read is under way).
+    commits: Option<CommitCounter>,
+    commit_sum: Running,
+    /// The open exact window: when it began, and the maps then.
+    window: Option<(SystemTime, Snapshot)>,
 }
 
 impl Attached {
     /// Freshly attached probes: their maps start empty.
-    pub fn new(pid: u32, probes: Probes) -> Self {
+    pub fn new(pid: u32, probes: Probes, commits: Option<CommitCounter>) -> Self {
         Attached {
             pid,
             cols: Columns::of(&probes),
             probes,
             prev: Snapshot::default(),
             fds: FdTable::new(pid),
+            commits,
+            commit_sum: Running::default(),
+            window: None,
         }
     }
 
@@ -73,6 +86,9 @@ fn describe(name: &str, a: &Attached, symbol_source: String) -> ServerView {
         binary: plan.exe.display().to_string(),
         flush_timed: a.cols.flush_timed,
         anatomy: a.cols.anatomy,
+        tier: a.probes.tier,
+        commit_counter: a.commits.is_some().then_some(commits::COUNTER),
+        last_window: None,
         unknown_sites: a.cols.unknown_sites,
         attaches: 0,
         attached: true,
@@ -198,6 +214,66 @@ impl Fleet {
         );
     }
 
+    /// Opens an exact window on every attached light server; returns how
+    /// many opened. A server whose window cannot attach says so and goes
+    /// on light.
+    pub fn open_windows(&mut self) -> usize {
+        let mut opened = 0;
+        for s in self.servers.values_mut() {
+            let Some(a) = s.attached.as_mut() else {
+                continue;
+            };
+            if a.probes.tier.per_commit() || a.window.is_some() {
+                continue;
+            }
+            let start = SystemTime::now();
+            let base = a.probes.open_window().and_then(|()| a.probes.read());
+            match base {
+                Ok(b) => {
+                    a.window = Some((start, b));
+                    opened += 1;
+                }
+                Err(e) => {
+                    drop(a.probes.close_window());
+                    eprintln!("commitscope: no exact window on {}: {e}", s.name);
+                }
+            }
+        }
+        opened
+    }
+
+    /// Ends every open window: reads the maps, takes the window's probes
+    /// off, and keeps the figures as the server's last window. The probes
+    /// are returned to be dropped off the lock.
+    pub fn close_windows(&mut self) -> Vec<WindowLinks> {
+        let mut out = Vec::new();
+        for s in self.servers.values_mut() {
+            let Some(a) = s.attached.as_mut() else {
+                continue;
+            };
+            let Some((start, base)) = a.window.take() else {
+                continue;
+            };
+            let end = a.probes.read();
+            let end_at = SystemTime::now();
+            out.push(a.probes.close_window());
+            match end {
+                Ok(cur) => {
+                    a.fds.refresh(cur.fds.keys().copied());
+                    let mut totals = Totals::default();
+                    totals.absorb(&base, &cur, &a.fds, &Columns::window_of(&a.probes));
+                    s.view.last_window = Some(Figures {
+                        start,
+                        end: end_at,
+                        totals,
+                    });
+                }
+                Err(e) => eprintln!("commitscope: the exact window on {} is lost: {e}", s.name),
+            }
+        }
+        out
+    }
+
     /// What a scrape shows.
     pub fn views(&self) -> Vec<ServerView> {
         self.servers.values().map(|s| s.view.clone()).collect()
@@ -220,12 +296,66 @@ pub struct AttachOptions {
     pub server: Option<crate::probes::profiles::ServerId>,
     pub fsync_probe: crate::probes::kernel::FsyncProbe,
     pub anatomy: bool,
+    pub tier: Tier,
+    /// Light tier: where the commit counter's login comes from.
+    pub defaults_file: Option<PathBuf>,
+}
+
+/// Reads the commit counter of every light server that has a login. The
+/// logins are taken out of the fleet for the queries, so a slow server
+/// never holds a scrape.
+pub fn read_commits(fleet: &Mutex<Fleet>, rt: &tokio::runtime::Runtime) {
+    let taken: Vec<(String, u32, CommitCounter)> = match fleet.lock() {
+        Ok(mut f) => f
+            .servers
+            .iter_mut()
+            .filter_map(|(name, s)| {
+                let a = s.attached.as_mut()?;
+                Some((name.clone(), a.pid, a.commits.take()?))
+            })
+            .collect(),
+        Err(_) => return,
+    };
+    let read: Vec<_> = taken
+        .into_iter()
+        .map(|(name, pid, mut c)| {
+            let n = rt.block_on(c.read());
+            (name, pid, c, n)
+        })
+        .collect();
+    let Ok(mut f) = fleet.lock() else {
+        return;
+    };
+    for (name, pid, c, n) in read {
+        let Some(s) = f.servers.get_mut(&name) else {
+            continue;
+        };
+        let Some(a) = s.attached.as_mut().filter(|a| a.pid == pid) else {
+            continue;
+        };
+        match n {
+            Ok(n) => {
+                let before = a.commit_sum.total;
+                a.commit_sum.add(n);
+                s.view.totals.commits += a.commit_sum.total - before;
+                a.commits = Some(c);
+            }
+            Err(e) => {
+                eprintln!("commitscope: commits of {name} no longer counted: {e}");
+                s.view.commit_counter = None;
+            }
+        }
+    }
 }
 
 /// Resolves and attaches the probes for `pid` (slow: reads the binary's
 /// symbols, loads the programs; called off the fleet's lock). Returns the
 /// probes and where the write probe's symbol came from.
-pub fn attach(pid: u32, opts: &AttachOptions) -> crate::error::Result<(Attached, String)> {
+pub fn attach(
+    pid: u32,
+    opts: &AttachOptions,
+    rt: &tokio::runtime::Runtime,
+) -> crate::error::Result<(Attached, String)> {
     let target = Target {
         pid,
         exe: process::exe_of(pid)?,
@@ -233,12 +363,18 @@ pub fn attach(pid: u32, opts: &AttachOptions) -> crate::error::Result<(Attached,
         debuginfod: opts.debuginfod.clone(),
         server: opts.server,
         fsync_probe: opts.fsync_probe,
-        // The return probe costs throughput: only with --anatomy.
-        write_timing: opts.anatomy,
-        anatomy: opts.anatomy,
+        // The return probe costs throughput: only with --anatomy, or in
+        // a light tier's windows, which are short.
+        write_timing: opts.anatomy || !opts.tier.per_commit(),
+        anatomy: opts.anatomy || !opts.tier.per_commit(),
+        tier: opts.tier,
     };
     let plan = Plan::new(&target)?;
     let probes = Probes::attach(&target, plan)?;
     let legend = crate::trace::legend(&probes, &target);
-    Ok((Attached::new(pid, probes), legend.symbol_source))
+    let commits = match opts.tier.per_commit() {
+        true => None,
+        false => rt.block_on(commits::login_or_say(pid, opts.defaults_file.as_deref())),
+    };
+    Ok((Attached::new(pid, probes, commits), legend.symbol_source))
 }

@@ -29,6 +29,8 @@ const TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 pub struct Shared {
     pub fleet: Arc<Mutex<Fleet>>,
     pub web: WebConfig,
+    /// Where `POST /window` asks for an exact window.
+    pub asks: Arc<super::window::Asks>,
 }
 
 /// Whether the scraper asked for OpenMetrics (Prometheus does, first).
@@ -117,6 +119,24 @@ async fn handle(
             header::HeaderValue::from_static("Basic realm=\"commitscope\""),
         );
         return Ok(r);
+    }
+    // An exact window now, behind the same authentication as /metrics.
+    if req.uri().path() == "/window" {
+        if req.method() != hyper::Method::POST {
+            return Ok(respond(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "text/plain",
+                "POST only\n".into(),
+            ));
+        }
+        return Ok(match shared.asks.ask() {
+            Ok(()) => respond(
+                StatusCode::ACCEPTED,
+                "text/plain",
+                "opening an exact window\n".into(),
+            ),
+            Err(e) => respond(StatusCode::CONFLICT, "text/plain", format!("{e}\n")),
+        });
     }
     if req.method() != hyper::Method::GET && req.method() != hyper::Method::HEAD {
         return Ok(respond(

@@ -28,6 +28,13 @@ pub struct ServerView {
     /// Leaders and followers are counted (`--anatomy`).
     pub anatomy: bool,
     pub unknown_sites: bool,
+    /// Light: per flush only; the write figures come from windows.
+    pub tier: crate::probes::tier::Tier,
+    /// Light: the server counter commits are read from (None when the
+    /// exporter cannot log in).
+    pub commit_counter: Option<&'static str>,
+    /// Light: the last exact window's figures.
+    pub last_window: Option<super::window::Figures>,
     pub attaches: u64,
     pub attached: bool,
     pub totals: Totals,
@@ -153,7 +160,7 @@ impl Collector for Exposition {
             "commitscope_log_write_requests",
             "Redo write requests (log_write_up_to calls; exact mode), by whether they asked for durability (n_write is durable=\"true\")",
             None,
-            s.iter().filter(|v| v.mode == "exact").flat_map(|v| {
+            s.iter().filter(|v| v.mode == "exact" && v.tier.per_commit()).flat_map(|v| {
                 let l = labels(v);
                 let t = &v.totals;
                 let mut rows = vec![
@@ -175,8 +182,18 @@ impl Collector for Exposition {
             "Commits counted at the server layer (server-layer mode, where InnoDB's functions are not found)",
             None,
             s.iter()
-                .filter(|v| v.mode != "exact")
+                .filter(|v| v.mode != "exact" && v.tier.per_commit())
                 .map(|v| (labels(v), c(v.totals.requests))),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_status_commits",
+            "Commits by the server's own counter (light tier: SHOW GLOBAL STATUS, read once a second; the counter is labelled)",
+            None,
+            s.iter().filter_map(|v| {
+                let counter = v.commit_counter?;
+                Some((with(&labels(v), "counter", counter), c(v.totals.commits)))
+            }),
         )?;
         family(
             &mut enc,
@@ -240,26 +257,9 @@ impl Collector for Exposition {
             "commitscope_flush_batch_size",
             "Requests per redo flush: durable write requests (exact mode) or commits (server-layer mode) that arrived since the previous flush began",
             None,
-            s.iter().map(|v| {
-                let t = &v.totals;
-                let buckets = (0..BATCH_BUCKETS)
-                    .map(|b| {
-                        let le = if b + 1 == BATCH_BUCKETS {
-                            f64::MAX
-                        } else {
-                            batch_upper(b) as f64
-                        };
-                        (le, t.batch[b])
-                    })
-                    .collect();
-                (
-                    labels(v),
-                    ConstHistogram {
-                        sum: t.batch_sum as f64,
-                        buckets,
-                    },
-                )
-            }),
+            s.iter()
+                .filter(|v| v.tier.per_commit())
+                .map(|v| (labels(v), batch_hist(&v.totals))),
         )?;
         family(
             &mut enc,
@@ -290,6 +290,7 @@ impl Collector for Exposition {
                 ]
             }),
         )?;
+        self.windows(&mut enc)?;
         family(
             &mut enc,
             "commitscope_lost_events",
@@ -321,6 +322,14 @@ impl Collector for Exposition {
                 let mut l = labels(v);
                 l.extend([
                     ("mode", v.mode),
+                    (
+                        "tier",
+                        if v.tier.per_commit() {
+                            "exact"
+                        } else {
+                            "light"
+                        },
+                    ),
                     ("symbol_source", v.symbol_source.as_str()),
                     ("fsync_probe", v.fsync_probe.as_str()),
                     ("binary", v.binary.as_str()),
@@ -329,6 +338,129 @@ impl Collector for Exposition {
             }),
         )?;
         self.process.encode(&mut enc)
+    }
+}
+
+/// A batch-size histogram of `t`.
+fn batch_hist(t: &Totals) -> ConstHistogram {
+    let buckets = (0..BATCH_BUCKETS)
+        .map(|b| {
+            let le = if b + 1 == BATCH_BUCKETS {
+                f64::MAX
+            } else {
+                batch_upper(b) as f64
+            };
+            (le, t.batch[b])
+        })
+        .collect();
+    ConstHistogram {
+        sum: t.batch_sum as f64,
+        buckets,
+    }
+}
+
+fn unix_seconds(t: std::time::SystemTime) -> f64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+impl Exposition {
+    /// The last exact window of each light server: gauges and histograms
+    /// that describe that window alone (they go down as well as up), with
+    /// its start and end.
+    fn windows(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let w: Vec<(&ServerView, &super::window::Figures)> = self
+            .servers
+            .iter()
+            .filter_map(|v| Some((v, v.last_window.as_ref()?)))
+            .collect();
+        let g = |v: u64| ConstGauge::new(v as i64);
+        for (name, help, at) in [
+            (
+                "commitscope_window_start_time",
+                "When the last exact window began (Unix time)",
+                true,
+            ),
+            (
+                "commitscope_window_end_time",
+                "When the last exact window ended (Unix time)",
+                false,
+            ),
+        ] {
+            family(
+                enc,
+                name,
+                help,
+                Some(&Unit::Seconds),
+                w.iter().map(|(v, f)| {
+                    let t = if at { f.start } else { f.end };
+                    (labels(v), ConstGauge::new(unix_seconds(t)))
+                }),
+            )?;
+        }
+        family(
+            enc,
+            "commitscope_window_n_write",
+            "The last exact window's n_write: durable log_write_up_to calls (exact mode) or server-layer commits",
+            None,
+            w.iter().map(|(v, f)| {
+                let t = &f.totals;
+                (labels(v), g(if v.mode == "exact" { t.durable } else { t.requests }))
+            }),
+        )?;
+        family(
+            enc,
+            "commitscope_window_write_requests",
+            "The last exact window's redo write requests, durable or not (exact mode)",
+            None,
+            w.iter()
+                .filter(|(v, _)| v.mode == "exact")
+                .map(|(v, f)| (labels(v), g(f.totals.requests))),
+        )?;
+        family(
+            enc,
+            "commitscope_window_n_flush",
+            "The last exact window's redo flushes",
+            None,
+            w.iter().map(|(v, f)| (labels(v), g(f.totals.flushes))),
+        )?;
+        family(
+            enc,
+            "commitscope_window_writes_per_flush",
+            "The last exact window's n_write / n_flush (the study's ratio)",
+            None,
+            w.iter().filter_map(|(v, f)| {
+                let t = &f.totals;
+                let n = if v.mode == "exact" {
+                    t.durable
+                } else {
+                    t.requests
+                };
+                let r = crate::sample::ratio(n, t.flushes)?;
+                Some((labels(v), ConstGauge::new(r)))
+            }),
+        )?;
+        family(
+            enc,
+            "commitscope_window_flush_batch_size",
+            "The last exact window's requests per redo flush",
+            None,
+            w.iter().map(|(v, f)| (labels(v), batch_hist(&f.totals))),
+        )?;
+        family(
+            enc,
+            "commitscope_window_durable_write_wait",
+            "The last exact window's durable write waits by group-commit role",
+            Some(&Unit::Seconds),
+            w.iter().flat_map(|(v, f)| {
+                let l = labels(v);
+                [
+                    (with(&l, "role", "leader"), time_hist(&f.totals.leaders)),
+                    (with(&l, "role", "follower"), time_hist(&f.totals.followers)),
+                ]
+            }),
+        )?;
+        Ok(())
     }
 }
 
@@ -520,6 +652,9 @@ mod tests {
             flush_timed: true,
             anatomy: false,
             unknown_sites: false,
+            tier: crate::probes::tier::Tier::Exact,
+            commit_counter: None,
+            last_window: None,
             attaches: 1,
             attached: true,
             totals,

@@ -12,6 +12,7 @@ pub mod http;
 pub mod metrics;
 pub mod totals;
 pub mod webconfig;
+pub mod window;
 
 use std::{
     collections::HashSet,
@@ -83,18 +84,40 @@ pub fn listen_arg(s: &str) -> std::result::Result<SocketAddr, String> {
     })
 }
 
-/// The discovery thread: rescans, attaches, reaps, forgets, names fds.
-fn discovery(
-    fleet: Arc<Mutex<Fleet>>,
+/// How often the light tier's commit counters are read.
+const COMMIT_POLL: Duration = Duration::from_secs(1);
+
+/// What the discovery thread runs on besides the fleet.
+struct Worker {
     sel: Selection,
     opts: AttachOptions,
     rescan: Duration,
     forget_after: Duration,
+    schedule: window::Schedule,
+    asks: Arc<window::Asks>,
     stop: Arc<AtomicBool>,
-) {
+}
+
+/// The discovery thread: rescans, attaches, reaps, forgets, names fds,
+/// reads the commit counters and opens and closes the exact windows.
+fn discovery(fleet: Arc<Mutex<Fleet>>, mut w: Worker) {
+    // The logins' queries run here, off the HTTP side's runtime.
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("commitscope: cannot start the discovery thread's runtime: {e}");
+            return;
+        }
+    };
+    let (sel, opts, rescan, forget_after, stop) =
+        (&w.sel, &w.opts, w.rescan, w.forget_after, &w.stop);
     // Pids that could not be attached: said once, not retried.
     let mut refused: HashSet<u32> = HashSet::new();
     let mut last_scan: Option<Instant> = None;
+    let mut last_commits = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         if last_scan.is_none_or(|t| t.elapsed() >= rescan) {
             last_scan = Some(Instant::now());
@@ -103,14 +126,14 @@ fn discovery(
                 std::thread::spawn(move || drop(gone));
             }
             let attached = fleet.lock().map(|f| f.attached_pids()).unwrap_or_default();
-            for found in discover::scan(&sel) {
+            for found in discover::scan(sel) {
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
                 if attached.contains(&found.pid) || refused.contains(&found.pid) {
                     continue;
                 }
-                match fleet::attach(found.pid, &opts) {
+                match fleet::attach(found.pid, opts, &rt) {
                     Ok((a, source)) => {
                         if let Ok(mut f) = fleet.lock() {
                             f.add(&found, a, source);
@@ -133,7 +156,12 @@ fn discovery(
         if let Ok(mut f) = fleet.lock() {
             f.poll_fds();
         }
-        std::thread::sleep(FD_POLL);
+        if last_commits.elapsed() >= COMMIT_POLL {
+            last_commits = Instant::now();
+            fleet::read_commits(&fleet, &rt);
+        }
+        w.schedule.step(&fleet, &w.asks);
+        std::thread::sleep(w.schedule.sleep_at_most(FD_POLL));
     }
 }
 
@@ -162,13 +190,26 @@ pub fn run(args: ExporterArgs) -> Result<()> {
     for exe in &args.mysqld {
         crate::probes::symbols::check_elf(exe)?;
     }
+    let window = seconds("--window", args.window, 0.1)?;
+    let every = seconds("--window-every", args.window_every, 0.0)?;
+    if !every.is_zero() && every <= window {
+        return Err(Error::Usage(format!(
+            "--window-every {} is not longer than --window {}: give windows a gap (or --window-every 0 for windows on request only)",
+            args.window_every, args.window
+        )));
+    }
+    let tier = args.probes.tier_or(crate::probes::tier::Tier::Light);
     let opts = AttachOptions {
         debug_root: args.probes.debug_dir.clone(),
         debuginfod: args.probes.debuginfod_choice(),
         server: args.probes.server()?,
         fsync_probe: args.probes.fsync_probe,
         anatomy: args.probes.anatomy,
+        tier,
+        defaults_file: args.defaults_file.clone(),
     };
+    let asks = Arc::new(window::Asks::default());
+    let schedule = window::Schedule::new(window, (!every.is_zero()).then_some(every));
     let sel = Selection {
         pids: args.pid.clone(),
         binaries: args.mysqld.clone(),
@@ -216,21 +257,50 @@ pub fn run(args: ExporterArgs) -> Result<()> {
         let shared = Arc::new(http::Shared {
             fleet: fleet.clone(),
             web,
+            asks: asks.clone(),
         });
         let (tx, rx) = tokio::sync::watch::channel(false);
         let server = tokio::spawn(http::serve(listener, shared, rx));
+        let mut sigusr1 = signal(SignalKind::user_defined1())?;
         worker = Some({
-            let (fleet, stop) = (fleet.clone(), stop.clone());
-            std::thread::spawn(move || discovery(fleet, sel, opts, rescan, forget_after, stop))
+            let w = Worker {
+                sel,
+                opts,
+                rescan,
+                forget_after,
+                schedule,
+                asks: asks.clone(),
+                stop: stop.clone(),
+            };
+            let fleet = fleet.clone();
+            std::thread::spawn(move || discovery(fleet, w))
         });
         eprintln!(
-            "commitscope: exporter listening on {scheme}://{}/metrics",
-            args.listen
+            "commitscope: exporter listening on {scheme}://{}/metrics; probes: {tier}{}",
+            args.listen,
+            match (tier.per_commit(), every.is_zero()) {
+                (true, _) => String::new(),
+                (false, true) => format!(
+                    " (exact windows of {} s on SIGUSR1 or POST /window)",
+                    window.as_secs_f64()
+                ),
+                (false, false) => format!(
+                    " (exact windows of {} s every {} s, and on SIGUSR1 or POST /window)",
+                    window.as_secs_f64(),
+                    every.as_secs_f64()
+                ),
+            }
         );
-        let why = tokio::select! {
-            _ = sigint.recv() => "SIGINT",
-            _ = sigterm.recv() => "SIGTERM",
-            _ = sighup.recv() => "SIGHUP",
+        let why = loop {
+            tokio::select! {
+                _ = sigint.recv() => break "SIGINT",
+                _ = sigterm.recv() => break "SIGTERM",
+                _ = sighup.recv() => break "SIGHUP",
+                _ = sigusr1.recv() => match asks.ask() {
+                    Ok(()) => eprintln!("commitscope: SIGUSR1: opening an exact window"),
+                    Err(e) => eprintln!("commitscope: SIGUSR1: {e}"),
+                },
+            }
         };
         eprintln!("commitscope: {why}: stopping");
         let _ = tx.send(true);

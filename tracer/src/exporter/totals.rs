@@ -43,6 +43,9 @@ pub struct Totals {
     pub batch_sum: u64,
     pub leaders: TimeHist,
     pub followers: TimeHist,
+    /// Light tier: commits by the server's own counter, summed over its
+    /// reads (a restarted server's counter starts again; the sum goes on).
+    pub commits: u64,
 }
 
 impl Default for Totals {
@@ -58,6 +61,7 @@ impl Default for Totals {
             batch_sum: 0,
             leaders: TimeHist::default(),
             followers: TimeHist::default(),
+            commits: 0,
         }
     }
 }
@@ -69,12 +73,16 @@ impl Totals {
         let ds = |s| cur.source(s).saturating_sub(prev.source(s));
         let dh =
             |k: HistKind| LogHist(cur.hists[k as usize]).since(&LogHist(prev.hists[k as usize]));
-        self.requests += ds(cols.requests);
-        if let Some(s) = cols.durable {
-            self.durable += ds(s);
-        }
-        if cols.unknown_sites {
-            self.unknown += d(Counter::WriteUnknown);
+        // Light probes: the write counters move only while a window is
+        // open, and a window's figures are its own (never folded in here).
+        if cols.per_commit {
+            self.requests += ds(cols.requests);
+            if let Some(s) = cols.durable {
+                self.durable += ds(s);
+            }
+            if cols.unknown_sites {
+                self.unknown += d(Counter::WriteUnknown);
+            }
         }
         for (sum, class) in self.classes.iter_mut().zip(CLASSES) {
             sum.add(&by_class(prev, cur, fds, class));
@@ -85,10 +93,12 @@ impl Totals {
             by_class(prev, cur, fds, FileClass::Redo).syncs
         };
         self.lost += d(Counter::SyncLost) + d(Counter::TimingLost) + d(Counter::WriteLost);
-        for (i, b) in self.batch.iter_mut().enumerate() {
-            *b += cur.batch[i].saturating_sub(prev.batch[i]);
+        if cols.per_commit {
+            for (i, b) in self.batch.iter_mut().enumerate() {
+                *b += cur.batch[i].saturating_sub(prev.batch[i]);
+            }
+            self.batch_sum += d(Counter::BatchSum);
         }
-        self.batch_sum += d(Counter::BatchSum);
         if cols.anatomy {
             self.leaders.hist.add(&dh(HistKind::LeaderWait));
             self.leaders.sum_ns += d(Counter::LeaderWaitNs);
@@ -125,6 +135,7 @@ mod tests {
             flush_timed: has_flush_fn,
             unknown_sites: false,
             anatomy: true,
+            per_commit: true,
         }
     }
 

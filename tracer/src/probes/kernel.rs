@@ -295,24 +295,24 @@ fn attach_tracepoints(ebpf: &mut Ebpf, prog_name: &str, exit: bool) -> Result<()
 /// Attaches the fsync/fdatasync probes (per `choice`) and the write
 /// tracepoints, or with `Libc` the uprobes on the server's C library for
 /// both.
-pub fn attach(ebpf: &mut Ebpf, choice: FsyncProbe, pid: NonZeroU32) -> Result<KernelAttach> {
+/// With the light tier, `auto` falls back to the server's C library
+/// before the syscall tracepoints: a tier meant to stay on must not put
+/// every syscall of the host on the slow path. Tracepoints remain where
+/// the C library cannot be probed (a static server), said in the reason.
+pub fn attach(
+    ebpf: &mut Ebpf,
+    choice: FsyncProbe,
+    pid: NonZeroU32,
+    tier: super::tier::Tier,
+) -> Result<KernelAttach> {
     if choice == FsyncProbe::Libc {
         let l = super::libc::attach(ebpf, pid).map_err(|detail| Error::LibcProbeUnavailable {
             pid: pid.get(),
             detail,
         })?;
-        return Ok(KernelAttach {
-            used: FsyncProbe::Libc,
-            kernel_functions: Some(format!("fsync, fdatasync in {}", l.library.display())),
-            fallback_reason: None,
-            write_probes: format!(
-                "uprobes on {} in {}",
-                l.writes.join(", "),
-                l.library.display()
-            ),
-            libc: Some(l),
-        });
+        return Ok(libc_attach(l, None));
     }
+    let light_auto = choice == FsyncProbe::Auto && !tier.per_commit();
     let mut refusals = Vec::new();
     let mut kernel_functions = None;
     let mut used = FsyncProbe::Tracepoint;
@@ -337,6 +337,12 @@ pub fn attach(ebpf: &mut Ebpf, choice: FsyncProbe, pid: NonZeroU32) -> Result<Ke
                 })
             }
             Err(detail) => refusals.push(format!("{kind}: {detail}")),
+        }
+    }
+    if used == FsyncProbe::Tracepoint && light_auto {
+        match super::libc::attach(ebpf, pid) {
+            Ok(l) => return Ok(libc_attach(l, Some(refusals.join("; ")))),
+            Err(detail) => refusals.push(format!("libc: {detail}")),
         }
     }
     let mut fallback_reason = (!refusals.is_empty()).then(|| refusals.join("; "));
@@ -385,6 +391,21 @@ pub fn attach(ebpf: &mut Ebpf, choice: FsyncProbe, pid: NonZeroU32) -> Result<Ke
         write_probes,
         libc: None,
     })
+}
+
+/// What the C library's uprobes count, for `-v` and the legend.
+fn libc_attach(l: super::libc::LibcAttach, fallback_reason: Option<String>) -> KernelAttach {
+    KernelAttach {
+        used: FsyncProbe::Libc,
+        kernel_functions: Some(format!("fsync, fdatasync in {}", l.library.display())),
+        fallback_reason: fallback_reason.filter(|r| !r.is_empty()),
+        write_probes: format!(
+            "uprobes on {} in {}",
+            l.writes.join(", "),
+            l.library.display()
+        ),
+        libc: Some(l),
+    }
 }
 
 /// The write syscall wrappers and their fentry programs; the kprobes use

@@ -1,5 +1,6 @@
 //! Loads the eBPF object, attaches it to one server process, and reads the
 //! cumulative per-CPU maps on demand. Links detach when `Probes` drops.
+pub mod cost;
 pub mod debuginfod;
 pub mod dwarf;
 pub mod ebpf_log;
@@ -8,6 +9,7 @@ pub mod libc;
 pub mod profiles;
 pub mod settle;
 pub mod symbols;
+pub mod tier;
 
 use std::{
     collections::HashMap,
@@ -18,7 +20,7 @@ use std::{
 use aya::{
     maps::{PerCpuArray, PerCpuHashMap},
     programs::{
-        uprobe::{UProbeAttachLocation, UProbeScope},
+        uprobe::{UProbeAttachLocation, UProbeLink, UProbeLinkId, UProbeScope},
         UProbe,
     },
     Ebpf, EbpfLoader,
@@ -32,6 +34,7 @@ use crate::error::{Error, Result};
 use kernel::{FsyncProbe, KernelAttach};
 use profiles::{Pred, Profile, ServerId, Source};
 use symbols::{Resolved, Resolver};
+use tier::Tier;
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-ebpf"));
 
@@ -57,6 +60,10 @@ pub struct Target {
     pub write_timing: bool,
     /// Leaders and followers (exact mode, with `write_timing`).
     pub anatomy: bool,
+    /// Light: no per-commit probe until a window opens
+    /// ([`Probes::open_window`]); `write_timing` and `anatomy` then say
+    /// what a window attaches.
+    pub tier: Tier,
 }
 
 /// How the write probe was placed.
@@ -297,6 +304,9 @@ pub struct Snapshot {
     pub fds: HashMap<u32, FdTotals>,
     /// Flushes per batch-size bucket ([`tracer_ebpf::batch_bucket`]).
     pub batch: [u64; BATCH_BUCKETS],
+    /// Light tier: the server's commit counter at this read (set by the
+    /// caller, who can log in; 0 when nothing counts commits).
+    pub commits: u64,
 }
 
 /// `FdStats` summed over CPUs.
@@ -324,6 +334,7 @@ impl Snapshot {
         for (a, b) in self.batch.iter_mut().zip(other.batch) {
             *a += b;
         }
+        self.commits += other.commits;
         for (fd, t) in &other.fds {
             let e = self.fds.entry(*fd).or_default();
             e.syncs += t.syncs;
@@ -356,8 +367,13 @@ pub struct Probes {
     pub plan: Plan,
     pub kernel: KernelAttach,
     pub attached: Vec<AttachedProbe>,
-    /// Leaders and followers are counted.
+    /// Leaders and followers are counted (in light: in windows).
     pub anatomy: bool,
+    pub tier: Tier,
+    /// The write return probe goes with the write probe.
+    write_timing: bool,
+    /// The write probes of the open exact window (light tier).
+    window: Option<Vec<(&'static str, UProbeLinkId)>>,
     pid: u32,
     /// The fds in the kernel's `REDO_FDS`, and when they were last looked at.
     redo_fds: Vec<u32>,
@@ -400,7 +416,7 @@ fn attach_uprobe(
     at: &Resolved,
     exe: &Path,
     pid: NonZeroU32,
-) -> Result<()> {
+) -> Result<UProbeLinkId> {
     let err = |detail: String| {
         // The kernel's answer then is a bare perf_event_open failure
         // (ESRCH): say what happened instead.
@@ -423,8 +439,64 @@ fn attach_uprobe(
         exe,
         UProbeScope::OneProcess(pid),
     )
-    .map_err(|e| err(format!("{e}")))?;
-    Ok(())
+    .map_err(|e| err(format!("{e}")))
+}
+
+/// The write probes of an exact window: the program and link of each, so
+/// the window can take them off again while the rest stays.
+pub struct WindowLinks(Vec<UProbeLink>);
+
+impl WindowLinks {
+    /// How many probes the window had attached.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Attaches the write programs at every point of `write`: the per-commit
+/// probes. Returns each link with its program, and notes each probe.
+fn attach_writes(
+    ebpf: &mut Ebpf,
+    write: &WriteProbe,
+    preds: [Pred; 2],
+    write_timing: bool,
+    exe: &Path,
+    pid: NonZeroU32,
+    mut note: impl FnMut(&'static str, &Resolved, u64, Option<&String>),
+) -> Result<Vec<(&'static str, UProbeLinkId)>> {
+    let mut links = Vec::new();
+    for w in write.points() {
+        if w.out_of_line {
+            let id = attach_uprobe(ebpf, prog::WRITE_ENTRY, w.file_offset, w, exe, pid)?;
+            links.push((prog::WRITE_ENTRY, id));
+            note("uprobe", w, w.file_offset, None);
+            if write_timing {
+                let id = attach_uprobe(ebpf, prog::WRITE_RETURN, w.file_offset, w, exe, pid)?;
+                links.push((prog::WRITE_RETURN, id));
+                note("uretprobe", w, w.file_offset, None);
+            }
+        }
+        for site in &w.inlined {
+            // The durable test reads registers: only where DWARF puts
+            // its arguments in them is the site's durability known.
+            let (prog_name, kind) = if site_readable(&preds, site) {
+                (prog::WRITE_SITE, "uprobe (inlined)")
+            } else {
+                (
+                    prog::WRITE_SITE_UNKNOWN,
+                    "uprobe (inlined, durable unknown)",
+                )
+            };
+            let id = attach_uprobe(ebpf, prog_name, site.file_offset, w, exe, pid)?;
+            links.push((prog_name, id));
+            note(kind, w, site.file_offset, Some(&site.dwarf.caller));
+        }
+    }
+    Ok(links)
 }
 
 impl Probes {
@@ -502,30 +574,16 @@ impl Probes {
                 inlined_into: caller.cloned(),
             })
         };
-        for w in plan.write.points() {
-            if w.out_of_line {
-                attach_uprobe(&mut ebpf, prog::WRITE_ENTRY, w.file_offset, w, exe, pid)?;
-                note("write", "uprobe", w, w.file_offset, None);
-                if target.write_timing {
-                    attach_uprobe(&mut ebpf, prog::WRITE_RETURN, w.file_offset, w, exe, pid)?;
-                    note("write", "uretprobe", w, w.file_offset, None);
-                }
-            }
-            for site in &w.inlined {
-                // The durable test reads registers: only where DWARF puts
-                // its arguments in them is the site's durability known.
-                let readable = site_readable(&[pred_a, pred_b], site);
-                let (prog_name, kind) = if readable {
-                    (prog::WRITE_SITE, "uprobe (inlined)")
-                } else {
-                    (
-                        prog::WRITE_SITE_UNKNOWN,
-                        "uprobe (inlined, durable unknown)",
-                    )
-                };
-                attach_uprobe(&mut ebpf, prog_name, site.file_offset, w, exe, pid)?;
-                note("write", kind, w, site.file_offset, Some(&site.dwarf.caller));
-            }
+        if target.tier.per_commit() {
+            attach_writes(
+                &mut ebpf,
+                &plan.write,
+                [pred_a, pred_b],
+                target.write_timing,
+                exe,
+                pid,
+                |kind, at, offset, caller| note("write", kind, at, offset, caller),
+            )?;
         }
         if let Some(f) = &plan.flush {
             if f.out_of_line {
@@ -545,7 +603,7 @@ impl Probes {
                 );
             }
         }
-        let kernel = kernel::attach(&mut ebpf, target.fsync_probe, pid)?;
+        let kernel = kernel::attach(&mut ebpf, target.fsync_probe, pid, target.tier)?;
         let mut p = Probes {
             ebpf,
             logs,
@@ -553,6 +611,9 @@ impl Probes {
             kernel,
             attached,
             anatomy: anatomy != 0,
+            tier: target.tier,
+            write_timing: target.write_timing,
+            window: None,
             pid: target.pid,
             redo_fds: Vec::new(),
             redo_checked: None,
@@ -560,6 +621,66 @@ impl Probes {
         };
         p.refresh_redo_fds();
         Ok(p)
+    }
+
+    /// Opens an exact window on light probes: attaches the per-commit
+    /// write probes beside the light set, into the same maps, so the
+    /// window's n_write and the light n_flush are read together. Exact
+    /// probes already have them: an error then, as for a window already
+    /// open.
+    pub fn open_window(&mut self) -> Result<()> {
+        if self.tier.per_commit() || self.window.is_some() {
+            return Err(Error::Runtime(
+                "the per-commit probes are already attached".into(),
+            ));
+        }
+        let pid = NonZeroU32::new(self.pid).ok_or(Error::NoSuchProcess { pid: 0 })?;
+        let (pred_a, pred_b) = match &self.plan.write {
+            WriteProbe::Exact { profile, .. } => (profile.pred_a, profile.pred_b),
+            WriteProbe::ServerLayer { .. } => (Pred::ALWAYS, Pred::OFF),
+        };
+        let exe = self.plan.exe.clone();
+        let links = attach_writes(
+            &mut self.ebpf,
+            &self.plan.write,
+            [pred_a, pred_b],
+            self.write_timing,
+            &exe,
+            pid,
+            |_, _, _, _| {},
+        );
+        match links {
+            Ok(l) => {
+                self.window = Some(l);
+                Ok(())
+            }
+            Err(e) => {
+                // A partly attached window: the links made so far go in
+                // the next close (here, at once).
+                drop(self.close_window());
+                Err(e)
+            }
+        }
+    }
+
+    /// Whether an exact window is open.
+    pub fn window_open(&self) -> bool {
+        self.window.is_some()
+    }
+
+    /// Takes the window's write probes off the programs. Dropping what it
+    /// returns detaches them: the kernel takes a while for that, so a
+    /// caller holding a lock drops it after letting go.
+    pub fn close_window(&mut self) -> WindowLinks {
+        let mut out = Vec::new();
+        for (name, id) in self.window.take().unwrap_or_default() {
+            if let Ok(p) = loaded_uprobe(&mut self.ebpf, name) {
+                if let Ok(l) = p.take_link(id) {
+                    out.push(l);
+                }
+            }
+        }
+        WindowLinks(out)
     }
 
     /// Without a flush function a batch begins at each fsync of a redo

@@ -159,14 +159,20 @@ impl<W: Write> Human<W> {
 
 impl<W: Write> Sink for Human<W> {
     fn start(&mut self, l: &Legend) {
-        self.fallback = l.fallback.is_some();
+        let light = !l.probes.per_commit();
+        self.fallback = l.fallback.is_some() || light;
         self.anatomy = l.anatomy.is_some();
         let server = l.server.as_deref().unwrap_or("server version unknown");
-        let _ = writeln!(self.out, "# tracing pid {} ({}, {server})", l.pid, l.exe);
         let _ = writeln!(
             self.out,
-            "# {}: calls of {}; durable: {}; n_flush: {}; fsync probe: {}; symbols: {}",
+            "# tracing pid {} ({}, {server}); probes: {}",
+            l.pid, l.exe, l.probes
+        );
+        let _ = writeln!(
+            self.out,
+            "# {}: {}{}; durable: {}; n_flush: {}; fsync probe: {}; symbols: {}",
             if self.fallback { "commits" } else { "n_write" },
+            if light { "" } else { "calls of " },
             l.n_write_source,
             l.durable_source
                 .as_deref()
@@ -346,6 +352,7 @@ mod tests {
             write_probe: "tracepoints sys_enter_write".into(),
             fallback: fallback.then(|| "log_write_up_to not found".into()),
             anatomy: None,
+            probes: crate::probes::tier::Tier::Exact,
         }
     }
 

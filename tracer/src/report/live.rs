@@ -89,7 +89,10 @@ fn ms(us: u64) -> String {
 
 impl<W: Write> RunSink for Live<W> {
     fn start(&mut self, h: &RunHeader, cfg: &workload::engine::Config) {
-        self.fallback = h.legend.as_ref().is_some_and(|l| l.fallback.is_some());
+        self.fallback = h
+            .legend
+            .as_ref()
+            .is_some_and(|l| l.fallback.is_some() || !l.probes.per_commit());
         self.anatomy = h.legend.as_ref().is_some_and(|l| l.anatomy.is_some());
         let _ = writeln!(
             self.out,
@@ -117,13 +120,16 @@ impl<W: Write> RunSink for Live<W> {
         );
         match &h.legend {
             Some(l) => {
+                let light = !l.probes.per_commit();
                 let _ = writeln!(
                     self.out,
-                    "# {}: calls of {}; n_flush: {}; commits/flush: the workload's commits per n_flush; fsync probe: {}",
+                    "# {}: {}{}; n_flush: {}; commits/flush: the workload's commits per n_flush; fsync probe: {}; probes: {}",
                     if self.fallback { "srv_commits" } else { "n_write" },
+                    if light { "" } else { "calls of " },
                     l.n_write_source,
                     l.n_flush_source,
-                    l.fsync_probe
+                    l.fsync_probe,
+                    l.probes
                 );
             }
             None => {

@@ -81,6 +81,8 @@ pub struct Legend {
     /// What leaders and followers mean on this server; None when they are
     /// not counted (no `--anatomy`, fallback mode, untimed writes).
     pub anatomy: Option<String>,
+    /// The probe tier: light counts n_write by the server's counter.
+    pub probes: crate::probes::tier::Tier,
 }
 
 /// The end-of-run record.

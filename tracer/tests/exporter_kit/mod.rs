@@ -104,6 +104,17 @@ impl Drop for Exporter {
 
 /// A minimal HTTP/1.0 GET (no chunked replies to decode): (status line, the rest).
 pub fn http_get(port: u16, path: &str, accept: &str, auth: Option<&str>) -> (String, String) {
+    http_request(port, "GET", path, accept, auth)
+}
+
+/// A minimal HTTP/1.0 request without a body: (status line, the rest).
+pub fn http_request(
+    port: u16,
+    method: &str,
+    path: &str,
+    accept: &str,
+    auth: Option<&str>,
+) -> (String, String) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to the exporter");
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let auth = auth
@@ -111,7 +122,7 @@ pub fn http_get(port: u16, path: &str, accept: &str, auth: Option<&str>) -> (Str
         .unwrap_or_default();
     write!(
         s,
-        "GET {path} HTTP/1.0\r\nHost: localhost\r\nAccept: {accept}\r\n{auth}Connection: close\r\n\r\n"
+        "{method} {path} HTTP/1.0\r\nHost: localhost\r\nAccept: {accept}\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut text = String::new();

@@ -1,0 +1,68 @@
+//! What each tier costs in probe hits, at the rate a run sees: said under
+//! `-v` after the first interval, so an operator knows what leaving the
+//! probes on means before deciding (one uprobe hit costs a few µs).
+use super::{tier::Tier, Snapshot};
+use tracer_ebpf::Counter;
+
+/// Probe hits per second, by tier, at the rate counted so far.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Hits {
+    /// Per flush: the flush function (entry and return), each sync (entry
+    /// and return), each write (entry).
+    pub light: f64,
+    /// Light plus every write request (entry, and return when timed).
+    pub exact: f64,
+}
+
+/// The hits `snap` (cumulative since attach) took over `secs`. In light,
+/// write requests are not counted: `commits` (the server's counter over
+/// the same time) stands in for them.
+pub fn hits(snap: &Snapshot, secs: f64, tier: Tier, write_timing: bool, commits: u64) -> Hits {
+    let secs = secs.max(1e-3);
+    let syncs: u64 = snap.fds.values().map(|f| f.syncs).sum();
+    let writes: u64 = snap.fds.values().map(|f| f.writes).sum();
+    let light = 2 * snap.counter(Counter::FlushCalls) + 2 * syncs + writes;
+    let requests = match tier {
+        Tier::Exact => snap.counter(Counter::WriteCalls),
+        Tier::Light => commits,
+    };
+    let per_request = if write_timing { 2 } else { 1 };
+    Hits {
+        light: light as f64 / secs,
+        exact: (light + per_request * requests) as f64 / secs,
+    }
+}
+
+/// The `-v` line.
+pub fn line(h: &Hits, tier: Tier) -> String {
+    format!(
+        "probe hits per second at this rate: light {:.0}, exact {:.0} (running {tier}; one uprobe hit costs a few µs of the server's CPU)",
+        h.light, h.exact
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probes::FdTotals;
+
+    #[test]
+    fn light_counts_per_flush_and_exact_adds_the_requests() {
+        let mut s = Snapshot::default();
+        s.counters[Counter::FlushCalls as usize] = 100;
+        s.counters[Counter::WriteCalls as usize] = 2000;
+        s.fds.insert(
+            5,
+            FdTotals {
+                syncs: 100,
+                writes: 100,
+                ..Default::default()
+            },
+        );
+        let h = hits(&s, 2.0, Tier::Exact, true, 0);
+        assert_eq!(h.light, (200.0 + 200.0 + 100.0) / 2.0);
+        assert_eq!(h.exact, h.light + 2.0 * 2000.0 / 2.0);
+        let h = hits(&s, 2.0, Tier::Light, false, 1000);
+        assert_eq!(h.exact, h.light + 1000.0 / 2.0);
+    }
+}

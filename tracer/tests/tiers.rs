@@ -1,0 +1,497 @@
+//! The probe tiers on real servers: light (per redo flush, commits from
+//! the server's counter) against exact on the same window, what light
+//! leaves attached in the kernel, exact windows that come and go, and
+//! the light tier in `trace` and the main command.
+//! Runs one at a time: each test lists the kernel's perf-event probes or
+//! counts a server's flushes, which another test's probes would move.
+mod common;
+mod exporter_kit;
+
+use std::{
+    process::Command,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use common::*;
+use exporter_kit::*;
+use serde_json::Value;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn label(server: &testkit::Server) -> String {
+    format!("server=\"{}\"", server.dir.path().join("data").display())
+}
+
+/// One perf-event probe a process holds, as its BPF link's fdinfo says:
+/// its kind (uprobe, uretprobe, tracepoint, kprobe, ...) and where
+/// (file+offset, or the tracepoint's or function's name).
+#[derive(Debug, PartialEq, Eq, Clone)]
+struct PerfProbe {
+    kind: String,
+    at: String,
+}
+
+/// The perf-event BPF links process `pid` holds (kernel 6.6+ names their
+/// event in `/proc/<pid>/fdinfo`).
+fn perf_probes(pid: u32) -> Vec<PerfProbe> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let info = std::fs::read_to_string(e.path()).ok()?;
+            let field = |k: &str| {
+                info.lines()
+                    .find_map(|l| l.strip_prefix(k)?.strip_prefix(':'))
+                    .map(|v| v.trim().to_string())
+            };
+            (field("link_type")? == "perf").then_some(())?;
+            let kind = field("event_type").unwrap_or_else(|| "?".into());
+            let name = field("name")
+                .or_else(|| field("tp_name"))
+                .or_else(|| field("func_name"))
+                .unwrap_or_default();
+            let at = match field("offset") {
+                Some(off) if kind.starts_with("uprobe") || kind.starts_with("uretprobe") => {
+                    format!("{name}+{off}")
+                }
+                _ => name,
+            };
+            Some(PerfProbe { kind, at })
+        })
+        .collect()
+}
+
+/// Where the write probe of `bin` goes (file+offset), from `commitscope
+/// probes --json`.
+fn write_probe_at(bin: &std::path::Path) -> String {
+    let (out, _) = run_ok(
+        commitscope()
+            .args(["probes", "--json", "--mysqld"])
+            .arg(bin),
+    );
+    let v: Value = serde_json::from_str(&out).expect("probes --json");
+    let w = v["points"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["role"] == "write"))
+        .unwrap_or_else(|| panic!("no write point: {v}"));
+    let bin = bin.canonicalize().expect("the fixture's mariadbd");
+    format!(
+        "{}+{:#x}",
+        bin.display(),
+        w["offset"].as_u64().expect("offset")
+    )
+}
+
+/// Waits until `f` holds (polling every 50 ms); panics with `what` after `limit`.
+fn until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !f() {
+        assert!(Instant::now() < deadline, "{what} within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits until the named series of `labels` stop moving for 1.5 s.
+fn settled(e: &Exporter, names: &[&str], labels: &[&str]) -> String {
+    let mut last = None;
+    let mut still = Instant::now();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(250));
+        let t = e.metrics();
+        let now: Vec<Option<f64>> = names.iter().map(|n| sample(&t, n, labels)).collect();
+        if last.as_ref() != Some(&now) {
+            last = Some(now);
+            still = Instant::now();
+        } else if still.elapsed() >= Duration::from_millis(1500) {
+            return t;
+        }
+    }
+    panic!("the exporter's counts kept moving for 20 s");
+}
+
+#[test]
+fn light_counts_flushes_and_syncs_as_exact_does_and_commits_by_the_counter() {
+    if needs_root() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = symbols_server() else {
+        return;
+    };
+    let bin = testkit::symbols_fixture().unwrap().join("bin/mariadbd");
+    let pid = server.pid().to_string();
+    // Light is the exporter's default; no scheduled window here.
+    let mut e = Exporter::start(&[
+        "--pid",
+        &pid,
+        "--window-every",
+        "0",
+        "--defaults-file",
+        "/dev/null",
+    ]);
+    e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
+    let l = label(&server);
+    let names = [
+        "commitscope_redo_flushes_total",
+        "commitscope_status_commits_total",
+    ];
+    // The window's edges with the server frozen, as in exporter.rs: its
+    // background threads cannot fall between a read and an attach.
+    let freeze = |sig: i32| {
+        // SAFETY: signalling the test's own server by pid.
+        unsafe { libc::kill(server.pid() as i32, sig) };
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // The commit counter has been read once (the login works).
+    settled(&e, &names, &[&l]);
+    freeze(libc::SIGSTOP);
+    let tracer = Tracer::start(server.pid(), &[]);
+    let base = e.metrics();
+    freeze(libc::SIGCONT);
+    let commits = server.drive_updates("cs_test", 4, 300);
+    settled(&e, &names, &[&l]);
+    let light_probes = perf_probes(e.child.id());
+    freeze(libc::SIGSTOP);
+    let after = e.metrics();
+    let lines = tracer.finish(true);
+    freeze(libc::SIGCONT);
+    let t = &summary(&lines)["totals"];
+    let d = |n: &str, ls: &[&str]| {
+        sample(&after, n, ls).unwrap_or_else(|| panic!("{n} {ls:?}: {after}")) as u64
+            - sample(&base, n, ls).unwrap_or(0.0) as u64
+    };
+    let ctx = format!("trace totals {t}\nexporter at the start:\n{base}\nat the end:\n{after}");
+    assert_eq!(Some(d(names[0], &[&l])), t["n_flush"].as_u64(), "{ctx}");
+    for (class, field) in [
+        ("redo", "redo_fsync"),
+        ("binlog", "binlog_fsync"),
+        ("data", "data_fsync"),
+        ("other", "other_fsync"),
+    ] {
+        let c = format!("class=\"{class}\"");
+        assert_eq!(
+            Some(d("commitscope_fsyncs_total", &[&l, &c])),
+            t[field].as_u64(),
+            "{class} fsyncs: {ctx}"
+        );
+    }
+    assert_eq!(
+        Some(d("commitscope_writes_total", &[&l, "class=\"redo\""])),
+        t["redo_writes"].as_u64(),
+        "{ctx}"
+    );
+    // Commits by Handler_commit within 0.5 % of what the clients sent.
+    let counted = d(names[1], &[&l, "counter=\"Handler_commit\""]);
+    let off = (counted as f64 - commits as f64).abs() / commits as f64;
+    assert!(
+        off <= 0.005,
+        "{counted} commits counted, {commits} sent: {ctx}"
+    );
+    // Nothing per commit: no write series, and no probe at the write
+    // function in the kernel's list.
+    assert!(
+        !after.contains("commitscope_log_write_requests_total{"),
+        "{after}"
+    );
+    assert_eq!(
+        sample(&after, "commitscope_probe_info", &[&l, "tier=\"light\""]),
+        Some(1.0),
+        "{after}"
+    );
+    let write_at = write_probe_at(&bin);
+    assert!(
+        !light_probes.iter().any(|p| p.at == write_at),
+        "a probe at the write function {write_at}: {light_probes:#?}"
+    );
+    // This host has neither fentry nor kprobes: light counts syncs and
+    // writes in the server's C library, never by a syscall tracepoint
+    // (which would slow every syscall on the host).
+    assert!(
+        !light_probes.iter().any(|p| p.kind == "tracepoint"),
+        "a tracepoint in the light set: {light_probes:#?}"
+    );
+    let info_line = after
+        .lines()
+        .find(|x| x.starts_with("commitscope_probe_info{") && x.contains(&l))
+        .unwrap_or_default()
+        .to_string();
+    if info_line.contains("fsync_probe=\"libc\"") {
+        // fsync and fdatasync (entry and return) and the write wrappers,
+        // in the C library the server maps.
+        let in_libc = light_probes
+            .iter()
+            .filter(|p| p.kind.starts_with('u') && p.at.contains("/map_files/"))
+            .count();
+        assert!(in_libc >= 4, "{light_probes:#?}");
+    }
+    let (code, said) = e.stop(libc::SIGTERM);
+    assert_eq!(code, Some(0), "{said:#?}");
+}
+
+#[test]
+fn windows_come_and_go_exact_and_the_light_counters_never_decrease() {
+    if needs_root() || !has_tool("promtool") {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = symbols_server() else {
+        return;
+    };
+    let bin = testkit::symbols_fixture().unwrap().join("bin/mariadbd");
+    let write_at = write_probe_at(&bin);
+    let pid = server.pid().to_string();
+    let started = Instant::now();
+    let mut e = Exporter::start(&[
+        "--pid",
+        &pid,
+        "--window",
+        "3",
+        "--window-every",
+        "6",
+        "--defaults-file",
+        "/dev/null",
+    ]);
+    e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
+    let me = e.child.id();
+    let l = label(&server);
+    let light_set = perf_probes(me).len();
+    let in_window = || perf_probes(me).iter().any(|p| p.at == write_at);
+    let monotonic = [
+        "commitscope_redo_flushes_total",
+        "commitscope_status_commits_total",
+        "commitscope_fsyncs_total",
+        "commitscope_writes_total",
+    ];
+    let mut last: Vec<f64> = vec![0.0; monotonic.len()];
+    let mut check_monotonic = |text: &str| {
+        for (i, n) in monotonic.iter().enumerate() {
+            let v = sample(text, n, &[&l]).unwrap_or(0.0);
+            assert!(v >= last[i], "{n} went down: {} -> {v}", last[i]);
+            last[i] = v;
+        }
+    };
+    let mut windows = 0;
+    while started.elapsed() < Duration::from_secs(20) || windows < 3 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{windows} windows in 60 s"
+        );
+        until(Duration::from_secs(10), "a window opens", &in_window);
+        // A known number of commits inside the window.
+        let sent = server.drive_updates("cs_test", 2, 50);
+        check_monotonic(&e.metrics());
+        until(Duration::from_secs(10), "the window closes", || {
+            !in_window()
+        });
+        // Detached: back to the light set.
+        until(Duration::from_secs(5), "the light set alone", || {
+            perf_probes(me).len() == light_set
+        });
+        let t = e.metrics();
+        check_monotonic(&t);
+        windows += 1;
+        let n_write =
+            sample(&t, "commitscope_window_n_write", &[&l]).expect("window n_write") as u64;
+        // The server's own durable log writes (the master thread's
+        // once-a-second flush) ride along: at most one per second.
+        assert!(
+            (sent..=sent + 4).contains(&n_write),
+            "window {windows}: n_write {n_write}, {sent} commits sent:\n{t}"
+        );
+        let flushes = sample(&t, "commitscope_window_n_flush", &[&l]).unwrap_or(0.0);
+        assert!(flushes >= 1.0, "{t}");
+        let (start, end) = (
+            sample(&t, "commitscope_window_start_time_seconds", &[&l]).expect("start"),
+            sample(&t, "commitscope_window_end_time_seconds", &[&l]).expect("end"),
+        );
+        assert!((2.5..4.0).contains(&(end - start)), "{start} -> {end}");
+        assert!(
+            sample(
+                &t,
+                "commitscope_window_durable_write_wait_seconds_count",
+                &[&l, "role=\"leader\""]
+            )
+            .is_some(),
+            "no anatomy in the window: {t}"
+        );
+        if windows == 1 {
+            let f = tempfile::NamedTempFile::new().unwrap();
+            // The exposition without the HTTP headers.
+            let body = t.split_once("\r\n\r\n").map_or(t.as_str(), |(_, b)| b);
+            std::fs::write(f.path(), body).unwrap();
+            let out = Command::new("sh")
+                .arg("-c")
+                .arg(format!("promtool check metrics < {}", f.path().display()))
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "promtool: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    let (code, said) = e.stop(libc::SIGTERM);
+    assert_eq!(code, Some(0), "{said:#?}");
+}
+
+#[test]
+fn a_window_on_request_once_and_no_credentials_ever_shown() {
+    if needs_root() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = symbols_server() else {
+        return;
+    };
+    let secret = "s3cret-Pa55word";
+    let cnf = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        cnf.path(),
+        format!("[client]\nuser=nobody_here\npassword={secret}\n"),
+    )
+    .unwrap();
+    let pid = server.pid().to_string();
+    let cnf_path = cnf.path().display().to_string();
+    let mut e = Exporter::start(&[
+        "--pid",
+        &pid,
+        "--window",
+        "2",
+        "--window-every",
+        "0",
+        "--defaults-file",
+        &cnf_path,
+    ]);
+    e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
+    // No login: said once (before the attach line), and it runs on.
+    let said = e.lines.iter().find(|x| x.contains("not counted"));
+    assert!(
+        said.is_some_and(|x| x.contains("--defaults-file")),
+        "{:#?}",
+        e.lines
+    );
+    let (a, _) = http_request(e.port, "POST", "/window", "*/*", None);
+    assert!(a.contains("202"), "{a}");
+    std::thread::sleep(Duration::from_millis(600));
+    let (b, body) = http_request(e.port, "POST", "/window", "*/*", None);
+    assert!(b.contains("409"), "{b} {body}");
+    assert!(body.contains("not opening another"), "{body}");
+    let (g, _) = http_request(e.port, "GET", "/window", "*/*", None);
+    assert!(g.contains("405"), "{g}");
+    // SIGUSR1 during the same window: one line, no second window.
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(e.child.id() as i32, libc::SIGUSR1) };
+    e.wait_for("not opening another", Duration::from_secs(5));
+    let l = label(&server);
+    until(Duration::from_secs(10), "the window's figures", || {
+        sample(&e.metrics(), "commitscope_window_n_flush", &[&l]).is_some()
+    });
+    let t = e.metrics();
+    assert!(!t.contains("commitscope_status_commits_total{"), "{t}");
+    let (code, lines) = e.stop(libc::SIGTERM);
+    assert_eq!(code, Some(0), "{lines:#?}");
+    let all = format!("{lines:?}{t}");
+    assert!(!all.contains(secret), "the password shown: {all}");
+    assert_eq!(
+        lines.iter().filter(|x| x.contains("not counted")).count(),
+        1,
+        "{lines:#?}"
+    );
+}
+
+#[test]
+fn windows_that_overlap_their_schedule_are_refused_in_one_line() {
+    let out = commitscope()
+        .args([
+            "exporter",
+            "--listen",
+            "127.0.0.1:0",
+            "--window",
+            "5",
+            "--window-every",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let line = one_error_line(&err);
+    assert!(
+        line.contains("--window-every 3") && line.contains("--window 5"),
+        "{line}"
+    );
+}
+
+#[test]
+fn trace_and_the_main_command_take_the_light_tier() {
+    if needs_root() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = symbols_server() else {
+        return;
+    };
+    let mut tracer = Tracer::start(server.pid(), &["--probes", "light"]);
+    tracer.wait_interval();
+    let commits = server.drive_updates("cs_test", 4, 200);
+    std::thread::sleep(Duration::from_millis(600));
+    let (lines, said) = tracer.finish_all(true);
+    let legend = lines
+        .iter()
+        .find(|v| v["type"] == "start")
+        .map(|v| v["legend"].clone())
+        .unwrap_or_else(|| panic!("no legend: {lines:#?}"));
+    assert_eq!(legend["probes"], "light", "{legend}");
+    let t = &summary(&lines)["totals"];
+    let n = t["n_write"].as_u64().unwrap();
+    let off = (n as f64 - commits as f64).abs() / commits as f64;
+    assert!(
+        off <= 0.005,
+        "{n} commits counted, {commits} sent: {t} {said:#?}"
+    );
+    assert!(t["n_flush"].as_u64().unwrap() > 0, "{t}");
+    assert!(t["durable"].is_null(), "{t}");
+    drop(server);
+
+    // The main command, managed server: n_write is the server's counter,
+    // set beside the workload's own commits.
+    let wd = workdir();
+    let (out, _) = run_ok(
+        commitscope()
+            .args([
+                "--probes",
+                "light",
+                "--threads",
+                "8",
+                "--duration",
+                "3",
+                "--json",
+                "--workdir",
+            ])
+            .arg(wd.path()),
+    );
+    let v: Vec<Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let s = v
+        .iter()
+        .find(|x| x["type"] == "summary")
+        .unwrap_or_else(|| panic!("no summary: {out}"));
+    assert_eq!(s["header"]["legend"]["probes"], "light", "{s}");
+    let txns = s["workload"]["txns"].as_u64().unwrap();
+    let n = s["trace"]["n_write"].as_u64().unwrap();
+    // The counter is read a query before the workload's tick: commits in
+    // flight at each edge (at most one per client) land on one side.
+    let slack = 0.005 * txns as f64 + 8.0;
+    assert!(
+        (n as f64 - txns as f64).abs() <= slack,
+        "{n} by the counter, {txns} committed: {s}"
+    );
+    assert_clean(wd.path());
+}

@@ -1,0 +1,185 @@
+//! The probe sets `bench overhead` alternates with untraced windows: ours
+//! at each tier, the exporter as it runs by default, and a peer — the same
+//! probes as our exact set written as a bpftrace script, so that what
+//! trapping per commit costs anyone is measured beside what it costs us.
+use std::{
+    io::{BufRead, BufReader},
+    path::Path,
+    process::{Child, Command, Stdio},
+};
+
+use anyhow::{bail, Context};
+
+use crate::{bench_exporter::Scraped, util::start_trace};
+
+/// One probe set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Arm {
+    /// `trace`, the main command's exact set: the write probe counts, the
+    /// workload times the commits (with --anatomy: the return probe too).
+    Trace,
+    /// `trace --probes light`: per flush only, commits by the counter.
+    Light,
+    /// The exporter as it runs by default: light probes, and exact
+    /// windows for 1/30 of the time (10 s every 300 s there; 0.1 s every
+    /// 3 s here, so each measured window holds one), scraped every second.
+    Exporter,
+    /// The exporter with `--probes exact`.
+    ExporterExact,
+    /// bpftrace with the probes of our exact set.
+    Bpftrace,
+}
+
+impl Arm {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arm::Trace => "trace (exact)",
+            Arm::Light => "trace --probes light",
+            Arm::Exporter => "exporter (light + windows)",
+            Arm::ExporterExact => "exporter --probes exact",
+            Arm::Bpftrace => "bpftrace (our exact set)",
+        }
+    }
+
+    /// The bar its mean ratio is held to (None: a peer, no bar of ours).
+    pub fn bar(self, anatomy: bool) -> Option<f64> {
+        match self {
+            Arm::Trace if anatomy => Some(0.95),
+            Arm::Trace | Arm::ExporterExact => Some(0.98),
+            Arm::Light | Arm::Exporter => Some(0.99),
+            Arm::Bpftrace => None,
+        }
+    }
+}
+
+/// An arm's probes while attached.
+pub enum Attached {
+    Ours(Scraped),
+    Peer(Child),
+}
+
+impl Attached {
+    /// Detaches and waits.
+    pub fn stop(self) -> anyhow::Result<()> {
+        match self {
+            Attached::Ours(s) => s.stop(),
+            Attached::Peer(mut c) => {
+                // SAFETY: signalling our own child; it prints its maps.
+                unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+                c.wait()?;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Attaches `arm` to the server `pid` running `bin`.
+pub fn attach(
+    arm: Arm,
+    cs: &Path,
+    bin: &Path,
+    pid: u32,
+    anatomy: bool,
+) -> anyhow::Result<Attached> {
+    let trace = |args: &[&str]| -> anyhow::Result<Attached> {
+        Ok(Attached::Ours(Scraped::trace(start_trace(
+            cs,
+            pid,
+            args,
+            Stdio::null(),
+        )?)))
+    };
+    match arm {
+        Arm::Trace if anatomy => trace(&["--json"]),
+        Arm::Trace => trace(&["--json", "--no-write-timing"]),
+        Arm::Light => trace(&["--json", "--probes", "light"]),
+        Arm::Exporter => Ok(Attached::Ours(Scraped::start(
+            cs,
+            pid,
+            &["--window", "0.1", "--window-every", "3"],
+        )?)),
+        Arm::ExporterExact => Ok(Attached::Ours(Scraped::start(
+            cs,
+            pid,
+            &["--probes", "exact"],
+        )?)),
+        Arm::Bpftrace => peer(&bpftrace_script(cs, bin, pid, anatomy)?),
+    }
+}
+
+/// Starts bpftrace on `script` and waits until its probes are attached.
+fn peer(script: &str) -> anyhow::Result<Attached> {
+    let mut child = Command::new("bpftrace")
+        .args(["-B", "line", "-e", script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("cannot start bpftrace (cargo xtask setup installs it)")?;
+    let out = child.stdout.take().context("stdout")?;
+    let mut lines = BufReader::new(out).lines();
+    loop {
+        match lines.next() {
+            Some(Ok(l)) if l.starts_with("Attaching") => break,
+            Some(Ok(_)) => {}
+            _ => bail!("bpftrace did not attach its probes:\n{script}"),
+        }
+    }
+    // Its maps at exit are of no interest here: drained, not shown.
+    std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
+    Ok(Attached::Peer(child))
+}
+
+/// Our exact set on this kernel, as bpftrace: the write function (entry;
+/// with `anatomy` its return too), the redo flush function (entry and
+/// return, timed), fsync/fdatasync entry and exit per fd and timed, and
+/// the write syscalls per fd — syscall tracepoints, as ours on a kernel
+/// without fentry or kprobes. The places come from `commitscope probes`.
+pub fn bpftrace_script(cs: &Path, bin: &Path, pid: u32, anatomy: bool) -> anyhow::Result<String> {
+    let out = Command::new(cs)
+        .args(["probes", "--json", "--mysqld"])
+        .arg(bin)
+        .output()?;
+    if !out.status.success() {
+        bail!(
+            "commitscope probes: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let mut s = String::new();
+    let e = bin.display();
+    for p in v["points"].as_array().into_iter().flatten() {
+        let sym = p["symbol"].as_str().context("a point without a symbol")?;
+        if p["offset"].is_null() {
+            bail!("{sym} exists only inlined here: bpftrace cannot probe it by name");
+        }
+        match p["role"].as_str() {
+            Some("write") => {
+                s.push_str(&format!(
+                    "uprobe:{e}:{sym} /pid == {pid}/ {{ @w = count(); @ws[tid] = nsecs; }}\n"
+                ));
+                if anatomy {
+                    s.push_str(&format!(
+                        "uretprobe:{e}:{sym} /pid == {pid} && @ws[tid]/ {{ @wait = hist(nsecs - @ws[tid]); delete(@ws[tid]); }}\n"
+                    ));
+                }
+            }
+            Some("flush") => s.push_str(&format!(
+                "uprobe:{e}:{sym} /pid == {pid}/ {{ @f = count(); @fs[tid] = nsecs; }}\n\
+                 uretprobe:{e}:{sym} /pid == {pid} && @fs[tid]/ {{ @flush = hist(nsecs - @fs[tid]); delete(@fs[tid]); }}\n"
+            )),
+            _ => {}
+        }
+    }
+    if !anatomy {
+        // Entry only: the timestamp is never read.
+        s = s.replace(" @ws[tid] = nsecs;", "");
+    }
+    s.push_str(&format!(
+        "tracepoint:syscalls:sys_enter_fsync, tracepoint:syscalls:sys_enter_fdatasync /pid == {pid}/ {{ @ss[tid] = nsecs; @sfd[tid] = args.fd; }}\n\
+         tracepoint:syscalls:sys_exit_fsync, tracepoint:syscalls:sys_exit_fdatasync /pid == {pid} && @ss[tid]/ {{ @syncs[@sfd[tid]] = count(); @sync[@sfd[tid]] = hist(nsecs - @ss[tid]); delete(@ss[tid]); delete(@sfd[tid]); }}\n\
+         tracepoint:syscalls:sys_enter_write, tracepoint:syscalls:sys_enter_pwrite64 /pid == {pid}/ {{ @writes[args.fd] = count(); @bytes[args.fd] = sum(args.count); }}\n\
+         tracepoint:syscalls:sys_enter_pwritev, tracepoint:syscalls:sys_enter_pwritev2 /pid == {pid}/ {{ @writes[args.fd] = count(); }}\n"
+    ));
+    Ok(s)
+}
