@@ -176,10 +176,10 @@ pub fn bpftrace_script(cs: &Path, bin: &Path, pid: u32, anatomy: bool) -> anyhow
         s = s.replace(" @ws[tid] = nsecs;", "");
     }
     s.push_str(&format!(
-        "tracepoint:syscalls:sys_enter_fsync, tracepoint:syscalls:sys_enter_fdatasync /pid == {pid}/ {{ @ss[tid] = nsecs; @sfd[tid] = args.fd; }}\n\
+        "tracepoint:syscalls:sys_enter_fsync, tracepoint:syscalls:sys_enter_fdatasync /pid == {pid}/ {{ @ss[tid] = nsecs; @sfd[tid] = args->fd; }}\n\
          tracepoint:syscalls:sys_exit_fsync, tracepoint:syscalls:sys_exit_fdatasync /pid == {pid} && @ss[tid]/ {{ @syncs[@sfd[tid]] = count(); @sync[@sfd[tid]] = hist(nsecs - @ss[tid]); delete(@ss[tid]); delete(@sfd[tid]); }}\n\
-         tracepoint:syscalls:sys_enter_write, tracepoint:syscalls:sys_enter_pwrite64 /pid == {pid}/ {{ @writes[args.fd] = count(); @bytes[args.fd] = sum(args.count); }}\n\
-         tracepoint:syscalls:sys_enter_pwritev, tracepoint:syscalls:sys_enter_pwritev2 /pid == {pid}/ {{ @writes[args.fd] = count(); }}\n"
+         tracepoint:syscalls:sys_enter_write, tracepoint:syscalls:sys_enter_pwrite64 /pid == {pid}/ {{ @writes[args->fd] = count(); @bytes[args->fd] = sum(args->count); }}\n\
+         tracepoint:syscalls:sys_enter_pwritev, tracepoint:syscalls:sys_enter_pwritev2 /pid == {pid}/ {{ @writes[args->fd] = count(); }}\n"
     ));
     Ok(s)
 }
