@@ -207,14 +207,17 @@ async fn run_loop(
     // The maps were created empty at attach: counting starts there, so
     // the baseline is zero, not a first read that could miss early events.
     let mut sampler = ProbeSampler::since_attach(&probes, target.pid);
-    // Light probes: commits from the server's counter, read each tick.
-    let mut commits = match probes.tier.per_commit() {
-        true => None,
-        false => commits::login_or_say(target.pid, args.defaults_file.as_deref()).await,
+    // Light probes: commits from the server's counter, read each tick and
+    // summed across restarts (a new server's counter starts again).
+    let light = !probes.tier.per_commit();
+    let mut commits = match light {
+        true => commits::login_or_say(target.pid, args.defaults_file.as_deref()).await,
+        false => None,
     };
+    let mut counted = commits::Running::default();
     if let Some(c) = commits.as_mut() {
         if let Ok(n) = c.read().await {
-            sampler.set_commit_base(n);
+            counted.add(n);
         }
     }
     let mut intervals = 0u64;
@@ -259,10 +262,7 @@ async fn run_loop(
                 if crate::interrupt::fired() {
                     break EndReason::Interrupted;
                 }
-                let n = match commits.as_mut() {
-                    Some(c) => c.read().await.ok(),
-                    None => None,
-                };
+                let n = read_commits(&mut commits, &mut counted).await;
                 let i = sampler.tick_with(&probes, n)?;
                 sink.interval(SystemTime::now(), &i);
                 intervals += 1;
@@ -317,6 +317,10 @@ async fn run_loop(
                 detach_in_background(std::mem::replace(&mut probes, p));
                 target = t;
                 sampler.reattach(&probes, pid);
+                if light {
+                    // The old login went with the old server.
+                    commits = commits::login_or_say(pid, args.defaults_file.as_deref()).await;
+                }
                 pids.push(pid);
                 let down_s = since.elapsed().as_secs_f64();
                 let age = process::age(pid)
@@ -348,10 +352,7 @@ async fn run_loop(
     }
     // The partial last interval (also what a dying target did after the
     // last tick), so the totals equal the sum of the printed lines.
-    let n = match commits.as_mut() {
-        Some(c) => c.read().await.ok(),
-        None => None,
-    };
+    let n = read_commits(&mut commits, &mut counted).await;
     let i = sampler.tick_with(&probes, n)?;
     if sampler.changed() {
         sink.interval(SystemTime::now(), &i);
@@ -369,6 +370,17 @@ async fn run_loop(
     );
     probes.drain_logs();
     Ok(())
+}
+
+/// The light tier's commits so far (summed over the server's restarts),
+/// or None when the counter cannot be read now.
+async fn read_commits(
+    login: &mut Option<commits::CommitCounter>,
+    counted: &mut commits::Running,
+) -> Option<u64> {
+    let n = login.as_mut()?.read().await.ok()?;
+    counted.add(n);
+    Some(counted.total)
 }
 
 /// How long the calls open when a trace ends may take to close: a

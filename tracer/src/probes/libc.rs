@@ -10,7 +10,10 @@
 //! What it cannot see: syscalls made without the C library (a raw
 //! `syscall(2)`, io_uring submissions), and a statically linked server has
 //! no C library to probe: asked for there, it fails in one line.
-use std::{num::NonZeroU32, path::PathBuf};
+use std::{
+    num::NonZeroU32,
+    path::{Path, PathBuf},
+};
 
 use aya::{
     programs::uprobe::{UProbeAttachLocation, UProbeScope},
@@ -74,14 +77,20 @@ fn libc_of(pid: NonZeroU32) -> Result<(PathBuf, String), String> {
 /// detaches whatever was attached.
 pub fn attach(ebpf: &mut Ebpf, pid: NonZeroU32) -> Result<LibcAttach, String> {
     let (file, library) = libc_of(pid)?;
+    // By offset where the symbol table gives one, so the probe can sit past
+    // the wrappers' single-stepped first instruction (`probes::prologue`);
+    // else by name, as the kernel finds it.
+    let symbols = super::symbols::Resolver::open(&file, Path::new("/nonexistent")).ok();
     let mut one = |name: &str, symbol: &str| -> Result<(), String> {
+        let at = match symbols.as_ref().and_then(|r| r.resolve(&[symbol])) {
+            Some(r) => {
+                UProbeAttachLocation::AbsoluteOffset(super::probe_offset(&file, r.file_offset))
+            }
+            None => UProbeAttachLocation::Symbol(symbol),
+        };
         super::loaded_uprobe(ebpf, name)
             .map_err(|e| format!("{name}: {e}"))?
-            .attach(
-                UProbeAttachLocation::Symbol(symbol),
-                &file,
-                UProbeScope::OneProcess(pid),
-            )
+            .attach(at, &file, UProbeScope::OneProcess(pid))
             .map(drop)
             .map_err(|e| format!("{symbol} in the C library ({library}): {e}"))
     };

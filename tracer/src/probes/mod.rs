@@ -7,6 +7,7 @@ pub mod ebpf_log;
 pub mod kernel;
 pub mod libc;
 pub mod profiles;
+pub mod prologue;
 pub mod settle;
 pub mod symbols;
 pub mod tier;
@@ -434,7 +435,7 @@ fn attach_uprobe(
         }
     };
     let p = loaded_uprobe(ebpf, prog_name).map_err(err)?;
-    let offset = past_endbr64(exe, offset);
+    let offset = probe_offset(exe, offset);
     p.attach(
         UProbeAttachLocation::AbsoluteOffset(offset),
         exe,
@@ -443,26 +444,12 @@ fn attach_uprobe(
     .map_err(|e| err(format!("{e}")))
 }
 
-/// `endbr64`, the first instruction of every function in a CET build
-/// (`-fcf-protection`, as Debian 13's packages are).
-const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
-
-/// The offset to probe for a function entry at `offset` in `exe`: past an
-/// `endbr64`. The kernel cannot emulate that instruction, so a uprobe on
-/// it single-steps it out of line: a second trap on every hit, which cost
-/// Debian 13's MariaDB 11.8 about 10 % of its throughput under the
-/// per-commit probe where 10.11 (no CET) lost 1-2 %. The instruction after
-/// it (`push %rbp`) is emulated, and nothing between the two changes a
-/// register or the stack: arguments and the return address read the same.
-fn past_endbr64(exe: &Path, offset: u64) -> u64 {
-    use std::os::unix::fs::FileExt;
-    let mut head = [0u8; 4];
-    let read = std::fs::File::open(exe).and_then(|f| f.read_exact_at(&mut head, offset));
-    if read.is_ok() && head == ENDBR64 {
-        offset + 4
-    } else {
-        offset
-    }
+/// The offset to probe for a function entry at `offset` in `exe`: past a
+/// prologue the kernel would single-step ([`prologue::entry_skip`]). An
+/// `endbr64` there cost Debian 13's CET-built MariaDB 11.8 about 10 % of
+/// its throughput under the per-commit probe where 10.11 lost 1-2 %.
+pub(crate) fn probe_offset(exe: &Path, offset: u64) -> u64 {
+    offset + prologue::entry_skip(&prologue::code_at(exe, offset))
 }
 
 /// The write probes of an exact window: the program and link of each, so
@@ -868,9 +855,9 @@ mod tests {
         let f = dir.path().join("elf");
         // endbr64; push %rbp at 0, push %rbp at 5, end of file at 7.
         std::fs::write(&f, [0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x55, 0x90]).unwrap();
-        assert_eq!(past_endbr64(&f, 0), 4);
-        assert_eq!(past_endbr64(&f, 5), 5);
-        assert_eq!(past_endbr64(&f, 6), 6);
-        assert_eq!(past_endbr64(&dir.path().join("absent"), 0), 0);
+        assert_eq!(probe_offset(&f, 0), 4);
+        assert_eq!(probe_offset(&f, 5), 5);
+        assert_eq!(probe_offset(&f, 6), 6);
+        assert_eq!(probe_offset(&dir.path().join("absent"), 0), 0);
     }
 }
