@@ -357,11 +357,13 @@ fn a_window_on_request_once_and_no_credentials_ever_shown() {
     .unwrap();
     let pid = server.pid().to_string();
     let cnf_path = cnf.path().display().to_string();
+    let bin = testkit::symbols_fixture().unwrap().join("bin/mariadbd");
+    let write_at = write_probe_at(&bin);
     let mut e = Exporter::start(&[
         "--pid",
         &pid,
         "--window",
-        "2",
+        "4",
         "--window-every",
         "0",
         "--defaults-file",
@@ -375,9 +377,15 @@ fn a_window_on_request_once_and_no_credentials_ever_shown() {
         "{:#?}",
         e.lines
     );
+    let me = e.child.id();
+    let in_window = || perf_probes(me).iter().any(|p| p.at == write_at);
+    assert!(!in_window(), "a window before any was asked for");
     let (a, _) = http_request(e.port, "POST", "/window", "*/*", None);
     assert!(a.contains("202"), "{a}");
-    std::thread::sleep(Duration::from_millis(600));
+    // Asked again at once, or once it is open: refused either way.
+    let (b, body) = http_request(e.port, "POST", "/window", "*/*", None);
+    assert!(b.contains("409"), "{b} {body}");
+    until(Duration::from_secs(5), "the window opens", &in_window);
     let (b, body) = http_request(e.port, "POST", "/window", "*/*", None);
     assert!(b.contains("409"), "{b} {body}");
     assert!(body.contains("not opening another"), "{body}");
@@ -393,6 +401,16 @@ fn a_window_on_request_once_and_no_credentials_ever_shown() {
     });
     let t = e.metrics();
     assert!(!t.contains("commitscope_status_commits_total{"), "{t}");
+    // One window only: closed, and no second one opens after it.
+    let start = |t: &str| sample(t, "commitscope_window_start_time_seconds", &[&l]);
+    until(
+        Duration::from_secs(5),
+        "the window's probes detached",
+        || !in_window(),
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(!in_window(), "a second window opened");
+    assert_eq!(start(&e.metrics()), start(&t), "a second window ran");
     let (code, lines) = e.stop(libc::SIGTERM);
     assert_eq!(code, Some(0), "{lines:#?}");
     let all = format!("{lines:?}{t}");

@@ -5,10 +5,7 @@
 //! the light counters go on untouched, so they stay monotonic and exact.
 //! The cost: the exact tier's, times window / interval.
 use std::{
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        Mutex,
-    },
+    sync::Mutex,
     time::{Duration, Instant, SystemTime},
 };
 
@@ -25,32 +22,59 @@ pub struct Figures {
 }
 
 /// A request for a window now, shared by the signal handler, the HTTP
-/// side and the schedule.
+/// side and the schedule. One lock over both fields: an ask is refused
+/// from the moment the schedule takes one up until that window closes, so
+/// two asks never give two windows.
 #[derive(Debug, Default)]
 pub struct Asks {
-    asked: AtomicBool,
-    /// When the open window began (None between windows).
-    open_since: Mutex<Option<SystemTime>>,
+    state: Mutex<AskState>,
+}
+
+#[derive(Debug, Default)]
+struct AskState {
+    /// Asked for, not yet taken up.
+    asked: bool,
+    /// When the open (or opening) window began.
+    open_since: Option<SystemTime>,
 }
 
 impl Asks {
     /// Asks for a window at the schedule's next look (within 250 ms). A
-    /// window already open is not doubled: the error says since when.
+    /// window already open or asked for is not doubled: the error says so.
     pub fn ask(&self) -> Result<(), String> {
-        let since = self.open_since.lock().map(|g| *g).unwrap_or(None);
-        if let Some(t) = since {
+        let Ok(mut st) = self.state.lock() else {
+            return Err("the window state is unavailable".into());
+        };
+        if let Some(t) = st.open_since {
             let ago = t.elapsed().map(|d| d.as_secs_f64()).unwrap_or(0.0);
             return Err(format!(
                 "an exact window is open (for {ago:.1} s): not opening another"
             ));
         }
-        self.asked.store(true, Ordering::Relaxed);
+        if st.asked {
+            return Err("an exact window is already asked for: not opening another".into());
+        }
+        st.asked = true;
         Ok(())
     }
 
-    fn set_open(&self, since: Option<SystemTime>) {
-        if let Ok(mut g) = self.open_since.lock() {
-            *g = since;
+    /// Takes up an ask (or a scheduled window): from here on asks are
+    /// refused. Returns whether one was asked for.
+    fn take(&self, now: SystemTime) -> bool {
+        let Ok(mut st) = self.state.lock() else {
+            return false;
+        };
+        st.open_since = Some(now);
+        std::mem::take(&mut st.asked)
+    }
+
+    fn asked(&self) -> bool {
+        self.state.lock().map(|st| st.asked).unwrap_or(false)
+    }
+
+    fn set_closed(&self) {
+        if let Ok(mut st) = self.state.lock() {
+            st.open_since = None;
         }
     }
 }
@@ -98,22 +122,24 @@ impl Schedule {
                     .map(|mut f| f.close_windows())
                     .unwrap_or_default();
                 self.closes_at = None;
-                asks.set_open(None);
+                asks.set_closed();
                 drop(links);
             }
             None => {
-                let asked = asks.asked.swap(false, Ordering::Relaxed);
                 let scheduled = self.every.is_some_and(|_| now >= self.next);
-                if asked || scheduled {
+                if asks.asked() || scheduled {
+                    let asked = asks.take(SystemTime::now());
                     if let Some(every) = self.every.filter(|_| scheduled) {
                         self.next = now + every;
                     }
                     let opened = fleet.lock().map(|mut f| f.open_windows()).unwrap_or(0);
                     if opened > 0 {
                         self.closes_at = Some(Instant::now() + self.length);
-                        asks.set_open(Some(SystemTime::now()));
-                    } else if asked {
-                        eprintln!("commitscope: no light server to open an exact window on");
+                    } else {
+                        asks.set_closed();
+                        if asked {
+                            eprintln!("commitscope: no light server to open an exact window on");
+                        }
                     }
                 }
             }
@@ -127,13 +153,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_second_ask_while_open_is_refused_with_the_age() {
+    fn a_second_ask_is_refused_until_the_window_closes() {
         let a = Asks::default();
         assert!(a.ask().is_ok());
-        a.set_open(Some(SystemTime::now()));
+        // Asked, not yet taken up: refused.
+        assert!(a.ask().unwrap_err().contains("already asked for"));
+        assert!(a.take(SystemTime::now()));
+        // Open: refused, with its age.
         let e = a.ask().unwrap_err();
-        assert!(e.contains("not opening another"), "{e}");
-        a.set_open(None);
+        assert!(
+            e.contains("is open") && e.contains("not opening another"),
+            "{e}"
+        );
+        a.set_closed();
         assert!(a.ask().is_ok());
     }
 
