@@ -10,9 +10,14 @@ use std::{
     time::{Duration, Instant},
 };
 
-/// Prints why a test is skipped, in one line, and returns true.
+/// Prints why a test is skipped, in one line, and returns true. Written
+/// to the process's stderr itself, not by `eprintln!`: the test harness
+/// captures that for a passing test, and a skip must never look like a
+/// pass in the log (a checkout without `../shared/fixtures` skips every
+/// fixture test).
 pub fn skip(reason: &str) -> bool {
-    eprintln!("SKIP: {reason}");
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "SKIP: {reason}");
     true
 }
 
