@@ -58,11 +58,8 @@ const POLL: Duration = Duration::from_millis(2);
 /// for them, and a uprobe program runs preemptibly: on a loaded 2-CPU
 /// host a flush entry was seen to record its open call after the first
 /// look had found none, so its fdatasync went uncounted (n_flush one
-/// above the syncs inside flushes, in one CI run of servers.rs; again,
-/// 985 vs 984, with 50 ms here on 2026-12-03, the suite's other test
-/// thread busy beside it). The trace's whole settle stays within its
-/// 250 ms limit.
-const IN_FLIGHT_GRACE: Duration = Duration::from_millis(150);
+/// above the syncs inside flushes, in one CI run of servers.rs).
+const IN_FLIGHT_GRACE: Duration = Duration::from_millis(50);
 
 /// `CLOCK_MONOTONIC` in ns: the clock of `bpf_ktime_get_ns`.
 pub(super) fn monotonic_ns() -> u64 {
