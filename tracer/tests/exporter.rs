@@ -16,10 +16,6 @@ use exporter_kit::*;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn label(server: &testkit::Server) -> String {
-    format!("server=\"{}\"", server.dir.path().join("data").display())
-}
-
 /// Waits until the counts of `server` in the exporter stop moving (the
 /// workload is over and the last flush is in), and returns the text.
 fn settled(e: &Exporter, names: &[&str], labels: &[&str]) -> String {

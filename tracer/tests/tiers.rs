@@ -19,10 +19,6 @@ use serde_json::Value;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn label(server: &testkit::Server) -> String {
-    format!("server=\"{}\"", server.dir.path().join("data").display())
-}
-
 /// One perf-event probe a process holds, as its BPF link's fdinfo says:
 /// its kind (uprobe, uretprobe, tracepoint, kprobe, ...) and where
 /// (file+offset, or the tracepoint's or function's name).

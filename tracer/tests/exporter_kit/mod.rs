@@ -13,6 +13,11 @@ use std::{
 use crate::common::*;
 pub use testkit::free_port;
 
+/// The `server` label the exporter gives a test server: its datadir.
+pub fn label(server: &testkit::Server) -> String {
+    format!("server=\"{}\"", server.dir.path().join("data").display())
+}
+
 /// A running `commitscope exporter`, its stderr lines collected.
 pub struct Exporter {
     pub child: Child,
