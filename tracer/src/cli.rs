@@ -1,9 +1,9 @@
-//! Command-line definitions only; each flag is documented in the README.
+//! Command-line definitions only; each command is described in docs/ (one page each).
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::{probes::kernel::FsyncProbe, server::options::ServerOption};
+use crate::{probes::fsync_choice::FsyncProbe, server::options::ServerOption};
 
 /// `commitscope [OPTIONS]` is the main command (managed server, workload,
 /// probes, joined view); the subcommands are its parts and presets.
@@ -15,7 +15,7 @@ use crate::{probes::kernel::FsyncProbe, server::options::ServerOption};
     args_conflicts_with_subcommands = true,
     disable_help_flag = true,
     disable_version_flag = true,
-    after_long_help = crate::manual::main_after_help()
+    after_long_help = crate::help_text::main_after_help()
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -30,7 +30,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Trace a running mysqld/mariadbd: n_write, n_flush and fsyncs per interval.
-    #[command(after_long_help = crate::manual::trace_after_help())]
+    #[command(after_long_help = crate::help_text::trace_after_help())]
     Trace(TraceArgs),
     /// Drive a server with a built-in workload (no tracing).
     #[command(disable_help_flag = true)]
@@ -98,7 +98,7 @@ pub struct ExporterArgs {
     #[arg(long, short = 'h', action = clap::ArgAction::Help)]
     pub help: Option<bool>,
     /// Address and port to serve on (any address other than loopback only when asked).
-    #[arg(long, default_value = "127.0.0.1:9643", value_parser = crate::exporter::listen_arg, value_name = "ADDR:PORT")]
+    #[arg(long, default_value = "127.0.0.1:9643", value_parser = listen_arg, value_name = "ADDR:PORT")]
     pub listen: std::net::SocketAddr,
     /// Prometheus exporter-toolkit web configuration: TLS certificate and key, basic-auth users (bcrypt).
     #[arg(long, value_name = "FILE")]
@@ -184,6 +184,19 @@ pub struct ServerArgs {
     /// Run the workload without probes (no root needed).
     #[arg(long)]
     pub no_trace: bool,
+}
+
+/// The exporter's default port: in Prometheus's exporter range, clear of
+/// the exporters that run on database hosts (node 9100, mysqld 9104,
+/// process 9256, ebpf_exporter 9435, smartctl 9633). The `--listen`
+/// default below spells it out, as clap needs a literal.
+pub const DEFAULT_PORT: u16 = 9643;
+
+/// `--listen`, checked by clap.
+fn listen_arg(s: &str) -> Result<std::net::SocketAddr, String> {
+    s.parse().map_err(|_| {
+        format!("{s:?} is not an address and port: use e.g. 127.0.0.1:{DEFAULT_PORT} or [::1]:{DEFAULT_PORT}")
+    })
 }
 
 fn parse_url(s: &str) -> Result<String, String> {

@@ -64,7 +64,7 @@ pub enum Error {
 
     #[error("--fsync-probe {kind}: the kernel refused the {kind} on {functions} ({detail}); use --fsync-probe auto or tracepoint")]
     KernelProbeUnavailable {
-        kind: crate::probes::kernel::FsyncProbe,
+        kind: crate::probes::fsync_choice::FsyncProbe,
         functions: String,
         detail: String,
     },

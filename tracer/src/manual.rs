@@ -1,7 +1,7 @@
-//! The texts `--help` and the man pages share — the live view's columns and
-//! the exit codes — and the man page generator (`cargo xtask dist` runs
-//! `commitscope manpages DIR`): one source, so the terminal and the manual
-//! never disagree.
+//! The man page generator (`cargo xtask dist` runs `commitscope manpages
+//! DIR`) and the completions, both from the CLI definitions; the texts the
+//! pages share with `--help` and `docs/` are `help_text`'s: one source, so
+//! the terminal, the manual and the docs never disagree.
 use std::{
     io::Write,
     path::{Path, PathBuf},
@@ -13,6 +13,7 @@ use roff::{bold, roman, Roff};
 use crate::{
     cli::{Cli, Shell},
     error::Error,
+    help_text::{EXIT_CODES, MAIN_COLUMNS, TRACE_COLUMNS},
 };
 
 /// `commitscope completions SHELL`: clap_complete's script for the CLI.
@@ -23,62 +24,6 @@ pub fn completions(shell: Shell, out: &mut dyn Write) {
         Shell::Fish => clap_complete::Shell::Fish,
     };
     clap_complete::generate(shell, &mut Cli::command(), "commitscope", out);
-}
-
-/// Exit codes of every command.
-pub const EXIT_CODES: &[(&str, &str)] = &[
-    ("0", "the run finished (also after Ctrl-C during the run, or the traced server exiting)"),
-    ("2", "bad input or a failed setup (one line on stderr says what and what to do)"),
-    ("3", "the server was lost or could not write during the run (the summary covers the run up to then)"),
-    ("130", "interrupted before the run started (everything started was stopped and removed)"),
-];
-
-/// The main command's live columns.
-pub const MAIN_COLUMNS: &[(&str, &str)] = &[
-    ("tps, p99_ms", "the workload's transactions per second and commit latency p99"),
-    ("n_write (srv_commits)", "durable log_write_up_to calls; srv_commits when the binary hides InnoDB's symbols and commits are counted at the server layer"),
-    ("n_flush", "redo flushes: calls of the redo flush function, else redo fsyncs counted in the kernel"),
-    ("write/flush", "n_write per n_flush: the group-commit batching factor"),
-    ("commits/flush", "the workload's commits per n_flush: exact whatever the probes can see"),
-    ("redo_p99_us", "p99 latency of the redo log's fsync/fdatasync"),
-    ("binlog_fsync", "fsync/fdatasync calls on binlog files"),
-];
-
-/// `commitscope trace`'s columns.
-pub const TRACE_COLUMNS: &[(&str, &str)] = &[
-    ("n_write", "calls of log_write_up_to (MySQL 5.6: wait == LOG_WAIT_ONE_GROUP); named commits in server-layer fallback mode"),
-    ("durable", "the calls that asked for a flush to disk; - in fallback mode"),
-    ("n_flush", "calls of the redo flush function; where it is inlined or absent, redo fsyncs from the kernel"),
-    ("write/flush", "durable (or commits) per n_flush: the group-commit batching factor"),
-    ("redo_fsync, redo_p50_us, redo_p99_us", "fsync/fdatasync calls on the redo log and their latency"),
-    ("binlog_fsync, data_fsync", "the same for binlog files and data files"),
-];
-
-/// Plain-text form for clap's `after_long_help`.
-fn text(title: &str, rows: &[(&str, &str)]) -> String {
-    let mut s = format!("{title}:\n");
-    for (k, v) in rows {
-        s.push_str(&format!("  {k:<14} {v}\n"));
-    }
-    s
-}
-
-/// `commitscope --help`'s closing block.
-pub fn main_after_help() -> String {
-    format!(
-        "{}\n{}",
-        text("Columns", MAIN_COLUMNS),
-        text("Exit codes", EXIT_CODES)
-    )
-}
-
-/// `commitscope trace --help`'s closing block.
-pub fn trace_after_help() -> String {
-    format!(
-        "{}\n{}",
-        text("Columns", TRACE_COLUMNS),
-        text("Exit codes", EXIT_CODES)
-    )
 }
 
 /// A roff section of tagged paragraphs.
@@ -116,7 +61,7 @@ fn page(
     }
     section(&mut roff, "EXIT STATUS", EXIT_CODES);
     roff.control("SH", ["SEE ALSO"]).text([roman(
-        "commitscope(1); the README (/usr/share/doc/commitscope) for the study, the probes and the benchmarks",
+        "commitscope(1); /usr/share/doc/commitscope: the README and docs/ (each command, where the probes go, what they cost)",
     )]);
     roff.to_writer(&mut out)?;
     Ok(out)

@@ -182,9 +182,10 @@ pub struct Interval {
     pub redo_fsync_in_flush: Option<u64>,
     pub redo_p50_us: Option<f64>,
     pub redo_p99_us: Option<f64>,
-    /// Writes to the redo file (durable by themselves under O_DSYNC).
-    pub redo_writes: u64,
-    pub redo_write_bytes: u64,
+    /// Writes to the redo file (durable by themselves under O_DSYNC);
+    /// None where the writes are not probed (light on the C library).
+    pub redo_writes: Option<u64>,
+    pub redo_write_bytes: Option<u64>,
     pub binlog_fsync: u64,
     pub data_fsync: u64,
     pub other_fsync: u64,
@@ -223,6 +224,9 @@ pub struct Columns {
     /// them (light) n_write is the server's commit counter and there is
     /// no durable count, batch or anatomy.
     pub per_commit: bool,
+    /// The server's write calls are counted (not by light on the C
+    /// library alone).
+    pub writes: bool,
 }
 
 impl Columns {
@@ -237,6 +241,7 @@ impl Columns {
                 unknown_sites: false,
                 anatomy: false,
                 per_commit: true,
+                writes: true,
             },
             WriteProbe::ServerLayer { .. } => Columns {
                 requests: Source::AllCalls,
@@ -246,6 +251,7 @@ impl Columns {
                 unknown_sites: false,
                 anatomy: false,
                 per_commit: true,
+                writes: true,
             },
         }
     }
@@ -270,6 +276,7 @@ impl Columns {
         c.anatomy = probes.anatomy && c.per_commit;
         c.flush_timed = c.has_flush_fn && plan.flush.as_ref().is_some_and(|f| f.out_of_line);
         c.unknown_sites = c.durable.is_some() && plan.unknown_sites() > 0;
+        c.writes = probes.kernel.write_probes.is_some();
         c
     }
 }
@@ -336,8 +343,8 @@ impl Interval {
             redo_fsync_in_flush: cols.flush_timed.then_some(redo.syncs_in_flush),
             redo_p50_us: redo.hist.quantile_us(0.50),
             redo_p99_us: redo.hist.quantile_us(0.99),
-            redo_writes: redo.writes,
-            redo_write_bytes: redo.write_bytes,
+            redo_writes: cols.writes.then_some(redo.writes),
+            redo_write_bytes: cols.writes.then_some(redo.write_bytes),
             binlog_fsync: by_class(prev, cur, fds, FileClass::Binlog).syncs,
             data_fsync: by_class(prev, cur, fds, FileClass::Data).syncs,
             other_fsync: by_class(prev, cur, fds, FileClass::Other).syncs,
@@ -603,8 +610,8 @@ pub fn test_interval(durable: Option<u64>, inside: Option<u64>) -> Interval {
         redo_fsync_in_flush: inside,
         redo_p50_us: Some(150.0),
         redo_p99_us: Some(900.0),
-        redo_writes: 100,
-        redo_write_bytes: 51200,
+        redo_writes: Some(100),
+        redo_write_bytes: Some(51200),
         binlog_fsync: 0,
         data_fsync: 4,
         other_fsync: 0,

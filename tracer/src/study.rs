@@ -113,7 +113,7 @@ pub fn run(args: StudyArgs) -> Result<()> {
     let warmup = seconds("--warmup", args.warmup, 0.0)?;
     let interval = seconds("--interval", args.interval, 0.01)?;
     workload::schema::check_name(&args.database)?;
-    let rt = crate::session::runtime()?;
+    let rt = crate::runtime::runtime()?;
     rt.block_on(async {
         let stop = Stop::install()?;
         let ph = Phases::new(args.stage.probes.verbose);

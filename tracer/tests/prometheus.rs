@@ -98,8 +98,19 @@ fn prometheus_scrapes_figures_that_agree_with_the_server_and_the_main_command() 
     };
     let sock = server.socket.display().to_string();
     // The exporter's default (light probes: commits by the server's
-    // counter) and the exact tier, side by side on the same server.
-    let mut e = Exporter::start(&["-S", &sock, "--rescan", "1"]);
+    // counter; exact windows, here of 2 s every 5 s so that the
+    // dashboard's window panel has data) and the exact tier, side by side
+    // on the same server.
+    let mut e = Exporter::start(&[
+        "-S",
+        &sock,
+        "--rescan",
+        "1",
+        "--window",
+        "2",
+        "--window-every",
+        "5",
+    ]);
     let mut ex = Exporter::start(&["-S", &sock, "--rescan", "1", "--probes", "exact"]);
     for x in [&mut e, &mut ex] {
         x.wait_for(

@@ -31,7 +31,7 @@ fn managed_clients(threads: u32, seconds: &str) {
     ]));
     let lines = json_lines(&text);
     let start = lines.iter().find(|l| l["type"] == "start").expect("start");
-    // README: max_connections = clients + 20 (at least 151).
+    // docs/main-command.md: max_connections = clients + 20 (at least 151).
     let want = u64::from(threads) + 20;
     assert_eq!(
         start["header"]["sizing"]["max_connections"].as_u64(),

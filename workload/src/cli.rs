@@ -78,8 +78,8 @@ pub struct TpccFlags {
     #[arg(long, value_name = "N")]
     pub load_parallel: Option<usize>,
     /// tpcc: how the load sends rows: LOAD DATA LOCAL INFILE streamed from memory, or multi-row INSERTs.
-    #[arg(long, value_enum, default_value_t = crate::tpcc::load::LoadMethod::Auto)]
-    pub load_method: crate::tpcc::load::LoadMethod,
+    #[arg(long, value_enum, default_value_t = crate::tpcc::spec::LoadMethod::Auto)]
+    pub load_method: crate::tpcc::spec::LoadMethod,
     /// tpcc: keep the load's rows in the binlog (default: sql_log_bin=0 for the loader's sessions).
     #[arg(long)]
     pub load_binlog: bool,

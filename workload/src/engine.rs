@@ -28,7 +28,7 @@ use crate::{
     conn::{self, Endpoint},
     error::{Error, Result},
     scenario::{self, Scenario},
-    stats::{new_hist, Clock, IntervalSample, Latency, Summary, Window},
+    stats::{new_hist, Clock, IntervalSample, IoModel, Latency, Summary, Window},
     workers::Workers,
 };
 
@@ -59,25 +59,6 @@ impl Config {
             .as_ref()
             .map_or(0, |s| s.load_parallel() as u64 + 1);
         u64::from(self.threads).max(load) + 1
-    }
-}
-
-/// How the workers talk to the server (see the module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum IoModel {
-    Threads,
-    EventLoop,
-}
-
-impl IoModel {
-    pub fn for_clients(clients: u32) -> IoModel {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if clients as usize <= cores {
-            IoModel::Threads
-        } else {
-            IoModel::EventLoop
-        }
     }
 }
 

@@ -1,17 +1,48 @@
 //! Printing samples and the summary: a sysbench-like table or JSON lines.
 use std::io::Write;
 
-use crate::stats::{IntervalSample, Summary};
+use crate::{
+    stats::{IntervalSample, Summary},
+    tpcc::report::interval_line,
+};
 
 fn ms(us: u64) -> String {
     format!("{:.3}", us as f64 / 1000.0)
+}
+
+/// Turns samples into tpcc-mysql's interval lines: nothing during the
+/// ramp-up, then "MEASURING START." and one line per interval, the time
+/// counted from the start of the measurement.
+#[derive(Debug, Default)]
+pub struct IntervalLines {
+    measuring: bool,
+    time_s: f64,
+}
+
+impl IntervalLines {
+    pub fn lines(&mut self, s: &IntervalSample) -> Vec<String> {
+        let Some(iv) = &s.tpcc else {
+            return Vec::new();
+        };
+        if s.warmup {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        if !self.measuring {
+            self.measuring = true;
+            out.extend([String::new(), "MEASURING START.".into(), String::new()]);
+        }
+        self.time_s += s.interval_s;
+        out.push(interval_line(self.time_s.round() as u64, iv));
+        out
+    }
 }
 
 pub struct Printer<W: Write> {
     out: W,
     json: bool,
     lines: u64,
-    tpcc: crate::tpcc::report::IntervalLines,
+    tpcc: IntervalLines,
 }
 
 impl<W: Write> Printer<W> {
@@ -85,8 +116,8 @@ impl<W: Write> Printer<W> {
                 s.scenario,
                 s.threads,
                 match s.io_model {
-                    crate::engine::IoModel::Threads => "a thread each",
-                    crate::engine::IoModel::EventLoop => "one event loop",
+                    crate::stats::IoModel::Threads => "a thread each",
+                    crate::stats::IoModel::EventLoop => "one event loop",
                 },
                 s.measured_s,
                 s.warmup_s

@@ -65,7 +65,7 @@ pub struct Summary {
     pub scenario: String,
     pub threads: u32,
     /// Thread per client, or one event loop (see `engine`).
-    pub io_model: crate::engine::IoModel,
+    pub io_model: IoModel,
     pub measured_s: f64,
     pub warmup_s: f64,
     /// All transactions, warmup included.
@@ -223,6 +223,25 @@ pub fn mean_stddev(xs: &[f64]) -> (f64, f64) {
     let mean = xs.iter().sum::<f64>() / n;
     let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
     (mean, var.sqrt())
+}
+
+/// How the workers talk to the server (see `engine`'s module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IoModel {
+    Threads,
+    EventLoop,
+}
+
+impl IoModel {
+    pub fn for_clients(clients: u32) -> IoModel {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if clients as usize <= cores {
+            IoModel::Threads
+        } else {
+            IoModel::EventLoop
+        }
+    }
 }
 
 #[cfg(test)]

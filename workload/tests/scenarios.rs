@@ -2,7 +2,7 @@
 //! what it reports committed is what the server holds.
 use clap::Parser;
 use testkit::Server;
-use workload::{cli::WorkloadArgs, engine::IoModel, run, stats::Summary};
+use workload::{cli::WorkloadArgs, run, stats::IoModel, stats::Summary};
 
 #[derive(Parser)]
 #[command(disable_help_flag = true)]

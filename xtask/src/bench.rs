@@ -159,7 +159,7 @@ pub fn run(which: Which) -> anyhow::Result<()> {
             scrapes,
             minutes,
         } => crate::bench_exporter::scrape_cost(&commitscope_release()?, servers, scrapes, minutes),
-        Which::FirstLine { runs } => first_line(runs),
+        Which::FirstLine { runs } => crate::bench_first_line::run(&commitscope_release()?, runs),
         Which::Releases {
             threads,
             seconds,
@@ -764,65 +764,6 @@ fn verdict(statistic: &str, ci: Option<(f64, f64)>, bar: f64) -> String {
             format!("95 % CI of the {statistic}: [{lo:.3}, {hi:.3}]: {call}")
         }
     }
-}
-
-fn first_line(runs: u32) -> anyhow::Result<()> {
-    let cs = commitscope_release()?;
-    let mysqld = testkit::system_mariadbd().context("no /usr/sbin/mariadbd (mariadb-server)")?;
-    let mut times = Vec::new();
-    for i in 1..=runs {
-        let (first, _) = first_line_of(&cs, &mysqld, &[])?;
-        println!("run {i}: first line after {first:.2} s");
-        times.push(first);
-    }
-    println!(
-        "median time to the first per-second line: {:.2} s (bar: <= 15 s)",
-        median(times)
-    );
-    crate::bench_symbols::first_line_cached(&cs, runs)
-}
-
-/// Seconds from starting the main command (managed server of `mysqld`,
-/// fresh datadir) to its first per-second line, and its stderr; `-v`'s
-/// phase durations are printed on the way.
-pub fn first_line_of(
-    cs: &Path,
-    mysqld: &Path,
-    envs: &[(&str, &std::ffi::OsStr)],
-) -> anyhow::Result<(f64, String)> {
-    let t0 = std::time::Instant::now();
-    let mut cmd = Command::new(cs);
-    cmd.args(["--threads", "100", "--duration", "1", "-v", "--mysqld"])
-        .arg(mysqld)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn()?;
-    let stdout = child.stdout.take().context("stdout")?;
-    let mut first = None;
-    for line in BufReader::new(stdout).lines() {
-        let line = line?;
-        // The first tick: a clock time, then numbers.
-        if first.is_none()
-            && line.len() > 8
-            && line.as_bytes()[2] == b':'
-            && line.as_bytes()[5] == b':'
-        {
-            first = Some(t0.elapsed().as_secs_f64());
-        }
-    }
-    let out = child.wait_with_output()?;
-    let err = String::from_utf8_lossy(&out.stderr);
-    let first = first.with_context(|| format!("no per-second line: {err}"))?;
-    let phases: Vec<String> = err
-        .lines()
-        .filter(|l| l.contains(" done in "))
-        .map(|l| l.split("] ").nth(1).unwrap_or(l).to_string())
-        .collect();
-    println!("  {} ({})", mysqld.display(), phases.join(", "));
-    Ok((first, err.into_owned()))
 }
 
 #[cfg(test)]

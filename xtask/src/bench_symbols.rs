@@ -1,5 +1,5 @@
-//! Symbol lookup in a large debug file, and time to the first line with
-//! a debug file from the debuginfod cache (issue 13's bars).
+//! Symbol lookup in a large debug file (issue 13's bar; the first line
+//! with a debug file from the debuginfod cache is `bench_first_line`).
 //!
 //! No distribution's 300 MB MariaDB debug file can be downloaded here,
 //! so the big file is the symbolized fixture's debug part
@@ -114,7 +114,7 @@ fn big_debug_file(dir: &Path, mib: u64) -> anyhow::Result<(PathBuf, PathBuf)> {
     Ok((bin, root))
 }
 
-fn build_id_hex(elf: &[u8]) -> Option<String> {
+pub fn build_id_hex(elf: &[u8]) -> Option<String> {
     // The GNU build-id note: namesz 4, type 3, name "GNU\0", then the id.
     let pat = b"\x04\x00\x00\x00\x14\x00\x00\x00\x03\x00\x00\x00GNU\x00";
     let at = elf.windows(pat.len()).position(|w| w == pat)? + pat.len();
@@ -178,68 +178,6 @@ pub fn symbols(cs: &Path, mib: u64, runs: u32) -> anyhow::Result<()> {
     println!(
         "median lookup: {o:.2} s (bar: <= 3 s), nm {p:.2} s, ratio {:.2}; peak RSS {or:.0} MiB (bar: <= 200 MiB), nm {pr:.0} MiB",
         o / p
-    );
-    Ok(())
-}
-
-/// `cargo xtask bench first-line`, second half: the symbolized fixture
-/// as the managed server (symbols in its .symtab: today's exact path)
-/// against its stripped copy whose debug part is in the debuginfod cache,
-/// alternating; bar: the cached path within 2 s of the other.
-pub fn first_line_cached(cs: &Path, runs: u32) -> anyhow::Result<()> {
-    let Some(fix) = testkit::symbols_fixture() else {
-        println!("(the symbolized fixture is absent: no debuginfod-cache comparison)");
-        return Ok(());
-    };
-    let dir = tempfile::Builder::new()
-        .prefix("cs-bench-fl-")
-        .tempdir_in("/var/tmp")?;
-    let d = dir.path();
-    std::fs::create_dir(d.join("bin"))?;
-    std::os::unix::fs::symlink(fix.join("share"), d.join("share"))?;
-    let orig = fix.join("bin/mariadbd");
-    let stripped = d.join("bin/mariadbd");
-    status(
-        Command::new("strip")
-            .arg("--strip-all")
-            .arg("-o")
-            .arg(&stripped)
-            .arg(&orig),
-    )?;
-    let id = build_id_hex(&std::fs::read(&stripped)?).context("no build-id")?;
-    let cache = d.join("cache");
-    std::fs::create_dir_all(cache.join(&id))?;
-    status(
-        Command::new("objcopy")
-            .arg("--only-keep-debug")
-            .arg(&orig)
-            .arg(cache.join(&id).join("debuginfo")),
-    )?;
-    let (mut sym, mut cached) = (vec![], vec![]);
-    for i in 1..=runs {
-        let (a, _) = crate::bench::first_line_of(cs, &orig, &[])?;
-        // A server that is never asked: the cache must answer.
-        let (b, err) = crate::bench::first_line_of(
-            cs,
-            &stripped,
-            &[
-                ("DEBUGINFOD_CACHE_PATH", cache.as_os_str()),
-                ("DEBUGINFOD_URLS", "http://127.0.0.1:9".as_ref()),
-            ],
-        )?;
-        if !err.contains("debuginfod servers: not asked (in the cache)") {
-            bail!("the stripped server was not probed from the cache: {err}");
-        }
-        println!(
-            "pair {i}: symbols in .symtab {a:.2} s   debug file from the debuginfod cache {b:.2} s"
-        );
-        sym.push(a);
-        cached.push(b);
-    }
-    let (a, b) = (median(sym), median(cached));
-    println!(
-        "median first line: .symtab {a:.2} s, debuginfod cache {b:.2} s: {:+.2} s (bar: <= +2 s)",
-        b - a
     );
     Ok(())
 }

@@ -200,6 +200,20 @@ fn stage_tree(stage: &Path, bin: &Path) -> anyhow::Result<()> {
         &gzip(&std::fs::read(root().join("README.md"))?)?,
         0o644,
     )?;
+    // The manual behind the README, where its links expect it.
+    for page in std::fs::read_dir(root().join("docs"))? {
+        let page = page?.path();
+        if let Some(name) = page.file_name().and_then(|n| n.to_str()) {
+            if name.ends_with(".md") {
+                write(
+                    stage,
+                    &format!("{doc}/docs/{name}.gz"),
+                    &gzip(&std::fs::read(&page)?)?,
+                    0o644,
+                )?;
+            }
+        }
+    }
     // Installed-Size is in KiB.
     let kib = output(
         Command::new("du")

@@ -3,6 +3,7 @@
 mod bench;
 mod bench_arms;
 mod bench_exporter;
+mod bench_first_line;
 mod bench_releases;
 mod bench_symbols;
 mod bench_tpcc;
@@ -10,6 +11,7 @@ mod cpustat;
 mod dist;
 mod fuzz;
 mod hermetic;
+mod modgraph;
 mod run_tests;
 mod setup;
 mod soak;
@@ -37,7 +39,7 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// fmt check and clippy -D warnings.
+    /// fmt check, clippy -D warnings, the hermetic-tests check, no import circles.
     Lint,
     /// Debian's stock MariaDB 10.5 (bullseye) and 11.8 (trixie), with their
     /// own libraries, into ~/.cache/commitscope/servers (idempotent).
@@ -136,7 +138,9 @@ fn lint() -> anyhow::Result<()> {
             .current_dir(util::root().join("tracer-ebpf")),
     )?;
     // Tests are threads of one process: none may change what they share.
-    hermetic::check(&util::root())
+    hermetic::check(&util::root())?;
+    // Each module imports downward only.
+    modgraph::check(&util::root())
 }
 
 /// Every stage runs even when one before it failed, so one red test shows
@@ -146,7 +150,7 @@ fn lint() -> anyhow::Result<()> {
 fn test(args: &[String]) -> anyhow::Result<()> {
     setup::run()?;
     let mut failed = run_tests::Failures::default();
-    failed.stage("lint (fmt, clippy, hermetic tests)", lint());
+    failed.stage("lint (fmt, clippy, hermetic tests, import circles)", lint());
     // The shared eBPF types' unit tests (the crate is not a default member).
     failed.cargo_tests(&["test", "-p", "tracer-ebpf", "--lib"]);
     // --all-targets: every test target, without empty doc-test runs;
@@ -199,4 +203,99 @@ fn run(args: &[String]) -> anyhow::Result<()> {
     let bin = util::root().join("target/release/commitscope");
     let status = std::process::Command::new(bin).args(args).status()?;
     std::process::exit(status.code().unwrap_or(1));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+    use testkit::docs;
+
+    fn pages() -> Vec<(String, String)> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        docs::pages(&root)
+            .into_iter()
+            .map(|p| {
+                let text = std::fs::read_to_string(&p).unwrap();
+                (p.display().to_string(), text)
+            })
+            .collect()
+    }
+
+    /// `cargo xtask ...` in the README's and docs' code blocks: each one
+    /// this CLI accepts as written.
+    #[test]
+    fn every_xtask_example_parses() {
+        let mut bad = Vec::new();
+        let mut seen = 0;
+        for (page, text) in pages() {
+            for (line, words) in docs::commands(&text, "cargo") {
+                if words.get(1).map(String::as_str) != Some("xtask") {
+                    continue;
+                }
+                seen += 1;
+                if let Err(e) = Cli::try_parse_from(&words[1..]) {
+                    let e = e.to_string();
+                    let first = e.lines().next().unwrap_or_default();
+                    bad.push(format!("{page}:{line}: {}: {first}", words.join(" ")));
+                }
+            }
+        }
+        assert!(seen >= 2, "only {seen} examples: is the reader broken?");
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+
+    /// `cargo xtask ...` in running text: the subcommands exist and know
+    /// every long flag given.
+    #[test]
+    fn every_xtask_flag_in_running_text_is_known() {
+        let mut bad = Vec::new();
+        let mut seen = 0;
+        for (page, text) in pages() {
+            for span in docs::inline_commands(&text, "cargo") {
+                let mut words = span.text.split_whitespace().skip(1);
+                if words.next() != Some("xtask") {
+                    continue;
+                }
+                seen += 1;
+                let mut cmd = Cli::command();
+                let mut path = vec!["xtask".to_string()];
+                for w in words.by_ref() {
+                    if w.starts_with('-') || w.starts_with('[') {
+                        break;
+                    }
+                    match cmd.find_subcommand(w).cloned() {
+                        Some(sub) => {
+                            path.push(w.to_string());
+                            cmd = sub;
+                        }
+                        None if cmd.has_subcommands() => {
+                            bad.push(format!(
+                                "{page}:{}: `{}`: no subcommand {w}",
+                                span.line, span.text
+                            ));
+                            break;
+                        }
+                        None => break,
+                    }
+                }
+                if path.last().map(String::as_str) == Some("run") {
+                    continue; // its arguments are commitscope's
+                }
+                let known: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).collect();
+                for flag in docs::long_flags(&span.text) {
+                    if !known.contains(&flag.as_str()) && flag != "help" {
+                        bad.push(format!(
+                            "{page}:{}: `{}`: {} has no --{flag}",
+                            span.line,
+                            span.text,
+                            path.join(" ")
+                        ));
+                    }
+                }
+            }
+        }
+        assert!(seen > 10, "only {seen} spans: is the reader broken?");
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
 }

@@ -9,7 +9,11 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use super::{discover::Found, metrics::ServerView, totals::Totals, window::Figures};
+use super::{
+    discover::Found,
+    metrics::ServerView,
+    totals::{Figures, Totals},
+};
 use crate::{
     fds::FdTable,
     probes::{tier::Tier, Plan, Probes, Snapshot, Target, WindowLinks, WriteProbe},
@@ -90,6 +94,7 @@ fn describe(name: &str, a: &Attached, symbol_source: String) -> ServerView {
         commit_counter: a.commits.is_some().then_some(commits::COUNTER),
         last_window: None,
         unknown_sites: a.cols.unknown_sites,
+        writes: a.cols.writes,
         attaches: 0,
         attached: true,
         totals: Totals::default(),
@@ -294,7 +299,7 @@ pub struct AttachOptions {
     pub debug_root: PathBuf,
     pub debuginfod: crate::probes::debuginfod::Choice,
     pub server: Option<crate::probes::profiles::ServerId>,
-    pub fsync_probe: crate::probes::kernel::FsyncProbe,
+    pub fsync_probe: crate::probes::fsync_choice::FsyncProbe,
     pub anatomy: bool,
     pub tier: Tier,
     /// Light tier: where the commit counter's login comes from.
@@ -371,7 +376,7 @@ pub fn attach(
     };
     let plan = Plan::new(&target)?;
     let probes = Probes::attach(&target, plan)?;
-    let legend = crate::trace::legend(&probes, &target);
+    let legend = crate::legend::legend(&probes, &target);
     let commits = match opts.tier.per_commit() {
         true => None,
         false => rt.block_on(commits::login_or_say(pid, opts.defaults_file.as_deref())),

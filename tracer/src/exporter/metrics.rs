@@ -28,13 +28,16 @@ pub struct ServerView {
     /// Leaders and followers are counted (`--anatomy`).
     pub anatomy: bool,
     pub unknown_sites: bool,
+    /// The server's write calls are counted (not by light on the C
+    /// library alone): without them no write series.
+    pub writes: bool,
     /// Light: per flush only; the write figures come from windows.
     pub tier: crate::probes::tier::Tier,
     /// Light: the server counter commits are read from (None when the
     /// exporter cannot log in).
     pub commit_counter: Option<&'static str>,
     /// Light: the last exact window's figures.
-    pub last_window: Option<super::window::Figures>,
+    pub last_window: Option<super::totals::Figures>,
     pub attaches: u64,
     pub attached: bool,
     pub totals: Totals,
@@ -72,6 +75,18 @@ fn per_class<'a, M: 'a>(
             .map(move |(cl, sum)| (with(&l, "class", cl.name()), f(sum)))
             .collect::<Vec<_>>()
     })
+}
+
+/// [`per_class`] for the servers `keep` selects.
+fn per_class_where<'a, M: 'a>(
+    servers: &'a [ServerView],
+    keep: impl Fn(&ServerView) -> bool + Copy + 'a,
+    f: impl Fn(&ClassTotals) -> M + Copy + 'a,
+) -> impl Iterator<Item = (Labels<'a>, M)> + 'a {
+    servers
+        .iter()
+        .filter(move |v| keep(v))
+        .flat_map(move |v| per_class(std::slice::from_ref(v), f))
 }
 
 /// Writes one family: `rows` of (labels, value).
@@ -243,14 +258,14 @@ impl Collector for Exposition {
             "commitscope_writes",
             "write/pwrite calls of the server, by file class",
             None,
-            per_class(s, |x| c(x.writes)),
+            per_class_where(s, |v| v.writes, |x| c(x.writes)),
         )?;
         family(
             &mut enc,
             "commitscope_written",
             "Bytes written by the server, by file class",
             Some(&Unit::Bytes),
-            per_class(s, |x| c(x.write_bytes)),
+            per_class_where(s, |v| v.writes, |x| c(x.write_bytes)),
         )?;
         family(
             &mut enc,
@@ -369,7 +384,7 @@ impl Exposition {
     /// that describe that window alone (they go down as well as up), with
     /// its start and end.
     fn windows(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let w: Vec<(&ServerView, &super::window::Figures)> = self
+        let w: Vec<(&ServerView, &super::totals::Figures)> = self
             .servers
             .iter()
             .filter_map(|v| Some((v, v.last_window.as_ref()?)))
@@ -652,6 +667,7 @@ mod tests {
             flush_timed: true,
             anatomy: false,
             unknown_sites: false,
+            writes: true,
             tier: crate::probes::tier::Tier::Exact,
             commit_counter: None,
             last_window: None,

@@ -16,7 +16,6 @@ pub mod window;
 
 use std::{
     collections::HashSet,
-    net::SocketAddr,
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc, Mutex,
@@ -30,11 +29,6 @@ use crate::{
 };
 use discover::Selection;
 use fleet::{AttachOptions, Fleet};
-
-/// The default port: in Prometheus's exporter range, clear of the
-/// exporters that run on database hosts (node 9100, mysqld 9104, process
-/// 9256, ebpf_exporter 9435, smartctl 9633).
-pub const DEFAULT_PORT: u16 = 9643;
 
 /// How often fds are named between rescans.
 const FD_POLL: Duration = Duration::from_millis(250);
@@ -75,13 +69,6 @@ fn missing_caps() -> Vec<&'static (u32, &'static str, &'static str)> {
     CAPS.iter()
         .filter(|(bit, ..)| eff & (1 << bit) == 0)
         .collect()
-}
-
-/// `--listen`, checked by clap.
-pub fn listen_arg(s: &str) -> std::result::Result<SocketAddr, String> {
-    s.parse().map_err(|_| {
-        format!("{s:?} is not an address and port: use e.g. 127.0.0.1:{DEFAULT_PORT} or [::1]:{DEFAULT_PORT}")
-    })
 }
 
 /// How often the light tier's commit counters are read.
@@ -240,7 +227,7 @@ pub fn run(args: ExporterArgs) -> Result<()> {
     let fleet = Arc::new(Mutex::new(Fleet::default()));
     let stop = Arc::new(AtomicBool::new(false));
     let mut worker = None;
-    let rt = crate::session::runtime()?;
+    let rt = crate::runtime::runtime()?;
     let served = rt.block_on(async {
         // The handlers first: a signal from here on detaches cleanly.
         let signal = |kind| {

@@ -2,6 +2,8 @@
 //! maps adds its delta over the previous read of the same attachment, so
 //! a re-attach (new maps, counting from zero) continues the totals and a
 //! Prometheus counter never goes down.
+use std::time::SystemTime;
+
 use crate::{
     fds::{FdTable, FileClass},
     probes::Snapshot,
@@ -122,6 +124,16 @@ pub fn le_seconds(i: usize) -> f64 {
     }
 }
 
+/// One window's figures on one server.
+#[derive(Clone, Debug)]
+pub struct Figures {
+    pub start: SystemTime,
+    pub end: SystemTime,
+    /// Counted as the exact tier counts (requests, durable, flushes,
+    /// batches, leaders and followers), over the window only.
+    pub totals: Totals,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +148,7 @@ mod tests {
             unknown_sites: false,
             anatomy: true,
             per_commit: true,
+            writes: true,
         }
     }
 

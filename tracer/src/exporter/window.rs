@@ -9,17 +9,7 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use super::{fleet::Fleet, totals::Totals};
-
-/// One window's figures on one server.
-#[derive(Clone, Debug)]
-pub struct Figures {
-    pub start: SystemTime,
-    pub end: SystemTime,
-    /// Counted as the exact tier counts (requests, durable, flushes,
-    /// batches, leaders and followers), over the window only.
-    pub totals: Totals,
-}
+use super::fleet::Fleet;
 
 /// A request for a window now, shared by the signal handler, the HTTP
 /// side and the schedule. One lock over both fields: an ask is refused

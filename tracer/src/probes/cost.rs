@@ -1,7 +1,7 @@
 //! What each tier costs in probe hits, at the rate a run sees: said under
 //! `-v` after the first interval, so an operator knows what leaving the
 //! probes on means before deciding (one uprobe hit costs a few µs).
-use super::{tier::Tier, Snapshot};
+use super::{snapshot::Snapshot, tier::Tier};
 use tracer_ebpf::Counter;
 
 /// Probe hits per second, by tier, at the rate counted so far.

@@ -9,7 +9,7 @@
 //! (`--fsync-probe libc`), uprobes on the traced server's own C library
 //! (`probes::libc`) count both without slowing every other process's
 //! syscalls.
-use std::{fmt, num::NonZeroU32, path::Path};
+use std::{num::NonZeroU32, path::Path};
 
 use aya::{
     programs::{
@@ -20,39 +20,8 @@ use aya::{
 };
 use tracer_ebpf::programs as prog;
 
+use super::fsync_choice::FsyncProbe;
 use crate::error::{Error, Result};
-
-/// `--fsync-probe`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FsyncProbe {
-    /// fentry if the kernel allows it, else kprobe, else tracepoints.
-    Auto,
-    /// fentry/fexit on do_fsync (or the fsync/fdatasync syscall
-    /// functions): needs kernel BTF and BPF trampolines.
-    Fentry,
-    /// kprobe/kretprobe on the same functions.
-    Kprobe,
-    /// uprobes on the traced server's C library: fsync, fdatasync, and the
-    /// write wrappers (no syscall tracepoint at all). Misses syscalls made
-    /// without the C library (raw syscall(2), io_uring).
-    Libc,
-    /// The sys_enter/sys_exit tracepoints of fsync and fdatasync (every
-    /// syscall on the host then takes the kernel's slow path).
-    Tracepoint,
-}
-
-impl fmt::Display for FsyncProbe {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            FsyncProbe::Auto => "auto",
-            FsyncProbe::Fentry => "fentry",
-            FsyncProbe::Kprobe => "kprobe",
-            FsyncProbe::Libc => "libc",
-            FsyncProbe::Tracepoint => "tracepoint",
-        })
-    }
-}
 
 /// What `auto` tries, best first, by the extra time per fdatasync measured
 /// on Debian's 6.1 and 6.12 kernels (`cargo xtask vm-test`, sync-cost,
@@ -63,7 +32,7 @@ impl fmt::Display for FsyncProbe {
 /// `Libc` is asked for by name only: it misses syscalls made without the
 /// C library, and where fentry or kprobes work it gains nothing (no
 /// tracepoint is enabled then); on CI's VMs the tracepoints cost about
-/// 1.5 % of the `update` workload (README, bench overhead).
+/// 1.5 % of the `update` workload (docs/overhead.md).
 pub const AUTO_ORDER: &[FsyncProbe] = &[FsyncProbe::Fentry, FsyncProbe::Kprobe];
 
 const SYNC_TRACEPOINTS: &[&str] = &["fsync", "fdatasync"];
@@ -81,8 +50,9 @@ pub struct KernelAttach {
     /// How the writes are counted, for `-v` and the legend: "fentry on
     /// __x64_sys_write, ...", "tracepoints sys_enter_write, ..." where the
     /// kernel has neither fentry nor kprobes, or "uprobes on write, ... in
-    /// <libc>" with `Libc`.
-    pub write_probes: String,
+    /// <libc>" with `Libc`. None: the writes are not counted (the light
+    /// tier on the C library's sync wrappers alone).
+    pub write_probes: Option<String>,
     /// With `Libc`: the library and the write wrappers probed in it.
     pub libc: Option<super::libc::LibcAttach>,
 }
@@ -306,9 +276,11 @@ pub fn attach(
     tier: super::tier::Tier,
 ) -> Result<KernelAttach> {
     if choice == FsyncProbe::Libc {
-        let l = super::libc::attach(ebpf, pid).map_err(|detail| Error::LibcProbeUnavailable {
-            pid: pid.get(),
-            detail,
+        let l = super::libc::attach(ebpf, pid, tier.per_commit()).map_err(|detail| {
+            Error::LibcProbeUnavailable {
+                pid: pid.get(),
+                detail,
+            }
         })?;
         return Ok(libc_attach(l, None));
     }
@@ -340,7 +312,7 @@ pub fn attach(
         }
     }
     if used == FsyncProbe::Tracepoint && light_auto {
-        match super::libc::attach(ebpf, pid) {
+        match super::libc::attach(ebpf, pid, false) {
             Ok(l) => return Ok(libc_attach(l, Some(refusals.join("; ")))),
             Err(detail) => refusals.push(format!("libc: {detail}")),
         }
@@ -388,10 +360,14 @@ pub fn attach(
         used,
         kernel_functions,
         fallback_reason,
-        write_probes,
+        write_probes: Some(write_probes),
         libc: None,
     })
 }
+
+/// What `-v` and the legend say when the writes are not counted.
+pub const NO_WRITE_PROBES: &str =
+    "none: the light tier counts writes by fentry or kprobe only, which this kernel refuses (--probes exact counts them)";
 
 /// What the C library's uprobes count, for `-v` and the legend.
 fn libc_attach(l: super::libc::LibcAttach, fallback_reason: Option<String>) -> KernelAttach {
@@ -399,11 +375,13 @@ fn libc_attach(l: super::libc::LibcAttach, fallback_reason: Option<String>) -> K
         used: FsyncProbe::Libc,
         kernel_functions: Some(format!("fsync, fdatasync in {}", l.library.display())),
         fallback_reason: fallback_reason.filter(|r| !r.is_empty()),
-        write_probes: format!(
-            "uprobes on {} in {}",
-            l.writes.join(", "),
-            l.library.display()
-        ),
+        write_probes: (!l.writes.is_empty()).then(|| {
+            format!(
+                "uprobes on {} in {}",
+                l.writes.join(", "),
+                l.library.display()
+            )
+        }),
         libc: Some(l),
     }
 }

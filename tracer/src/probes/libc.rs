@@ -72,10 +72,13 @@ fn libc_of(pid: NonZeroU32) -> Result<(PathBuf, String), String> {
     Ok((file, path.to_string()))
 }
 
-/// Attaches the sync and write programs to `pid`'s C library. On an error
+/// Attaches the sync programs to `pid`'s C library, and with `writes` the
+/// write programs too. The light tier leaves the writes out: each is one
+/// more trap on the redo flush's path, which every committing client
+/// waits on, and light promises only what fires per sync. On an error
 /// nothing needs undoing here: the caller fails, and dropping its `Ebpf`
 /// detaches whatever was attached.
-pub fn attach(ebpf: &mut Ebpf, pid: NonZeroU32) -> Result<LibcAttach, String> {
+pub fn attach(ebpf: &mut Ebpf, pid: NonZeroU32, writes: bool) -> Result<LibcAttach, String> {
     let (file, library) = libc_of(pid)?;
     // By offset where the symbol table gives one, so the probe can sit past
     // the wrappers' single-stepped first instruction (`probes::prologue`);
@@ -83,12 +86,13 @@ pub fn attach(ebpf: &mut Ebpf, pid: NonZeroU32) -> Result<LibcAttach, String> {
     let symbols = super::symbols::Resolver::open(&file, Path::new("/nonexistent")).ok();
     let mut one = |name: &str, symbol: &str| -> Result<(), String> {
         let at = match symbols.as_ref().and_then(|r| r.resolve(&[symbol])) {
-            Some(r) => {
-                UProbeAttachLocation::AbsoluteOffset(super::probe_offset(&file, r.file_offset))
-            }
+            Some(r) => UProbeAttachLocation::AbsoluteOffset(super::uprobe::probe_offset(
+                &file,
+                r.file_offset,
+            )),
             None => UProbeAttachLocation::Symbol(symbol),
         };
-        super::loaded_uprobe(ebpf, name)
+        super::uprobe::loaded_uprobe(ebpf, name)
             .map_err(|e| format!("{name}: {e}"))?
             .attach(at, &file, UProbeScope::OneProcess(pid))
             .map(drop)
@@ -98,17 +102,17 @@ pub fn attach(ebpf: &mut Ebpf, pid: NonZeroU32) -> Result<LibcAttach, String> {
         one(prog::SYNC_ENTER_LIBC, sym)?;
         one(prog::SYNC_EXIT_LIBC, sym)?;
     }
-    let mut writes = Vec::new();
-    for &(sym, name, required) in WRITES {
+    let mut probed = Vec::new();
+    for &(sym, name, required) in WRITES.iter().filter(|_| writes) {
         match one(name, sym) {
-            Ok(()) => writes.push(sym),
+            Ok(()) => probed.push(sym),
             Err(e) if required => return Err(e),
             Err(_) => {}
         }
     }
     Ok(LibcAttach {
         library: PathBuf::from(library),
-        writes,
+        writes: probed,
     })
 }
 

@@ -13,7 +13,7 @@ use aya::{
 };
 use tracer_ebpf::{maps, programs as prog, SyncStart, WriteStart};
 
-use super::Probes;
+use super::attach::Probes;
 
 /// Calls still open when `Probes::settle` gave up waiting.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -60,17 +60,6 @@ const POLL: Duration = Duration::from_millis(2);
 /// look had found none, so its fdatasync went uncounted (n_flush one
 /// above the syncs inside flushes, in one CI run of servers.rs).
 const IN_FLIGHT_GRACE: Duration = Duration::from_millis(50);
-
-/// `CLOCK_MONOTONIC` in ns: the clock of `bpf_ktime_get_ns`.
-pub(super) fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 /// Detaches one program from everything it is attached to. Not loaded
 /// (not part of this plan, or another fsync mechanism won) is fine.

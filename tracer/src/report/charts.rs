@@ -9,9 +9,9 @@ use plotters::{
     prelude::*,
 };
 
+use super::grid::Grid;
 use crate::{
     error::{Error, Result},
-    report::sweep::Grid,
     sweep::store::CellRecord,
 };
 

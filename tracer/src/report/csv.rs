@@ -2,7 +2,7 @@
 //! spreadsheet or a plotting script. Empty cells where a value is absent.
 use std::{io::Write, time::SystemTime};
 
-use super::{RunHeader, RunSink, RunSummary};
+use super::records::{RunHeader, RunSink, RunSummary};
 use crate::sample::Joined;
 
 const COLUMNS: &[&str] = &[
@@ -95,8 +95,8 @@ pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
         cell(t.and_then(|t| t.redo_fsync_in_flush)),
         cell(t.and_then(|t| t.redo_p50_us).map(|v| format!("{v:.1}"))),
         cell(t.and_then(|t| t.redo_p99_us).map(|v| format!("{v:.1}"))),
-        cell(t.map(|t| t.redo_writes)),
-        cell(t.map(|t| t.redo_write_bytes)),
+        cell(t.and_then(|t| t.redo_writes)),
+        cell(t.and_then(|t| t.redo_write_bytes)),
         cell(t.map(|t| t.binlog_fsync)),
         cell(t.map(|t| t.data_fsync)),
         cell(t.map(|t| t.other_fsync)),

@@ -5,7 +5,7 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
-use super::{Legend, Restart, Sink, Summary};
+use super::records::{Legend, Restart, Sink, Summary};
 use crate::sample::Interval;
 
 pub struct Human<W: Write> {
@@ -291,11 +291,9 @@ pub fn probe_totals(out: &mut impl Write, l: &Legend, t: &Interval) {
             t.redo_fsync.saturating_sub(inside)
         );
     }
-    let _ = writeln!(
-        out,
-        "{:<14} {:>12}  ({} bytes)",
-        "redo_writes", t.redo_writes, t.redo_write_bytes
-    );
+    if let (Some(n), Some(bytes)) = (t.redo_writes, t.redo_write_bytes) {
+        let _ = writeln!(out, "{:<14} {:>12}  ({bytes} bytes)", "redo_writes", n);
+    }
     let _ = writeln!(out, "{:<14} {:>12}", "binlog_fsync", t.binlog_fsync);
     let _ = writeln!(out, "{:<14} {:>12}", "data_fsync", t.data_fsync);
     let _ = writeln!(out, "{:<14} {:>12}", "other_fsync", t.other_fsync);

@@ -5,7 +5,7 @@ use std::{io::Write, time::SystemTime};
 
 use super::{
     human::{anatomy_cells, anatomy_header, clock, opt_f, opt_u, probe_totals},
-    RunHeader, RunSink, RunSummary,
+    records::{RunHeader, RunSink, RunSummary},
 };
 use crate::sample::Joined;
 
@@ -16,7 +16,7 @@ pub struct Live<W: Write> {
     /// Leaders and followers columns (`--anatomy`).
     anatomy: bool,
     /// TPC-C ticks print tpcc-mysql's interval lines instead of the table.
-    tpcc: workload::tpcc::report::IntervalLines,
+    tpcc: workload::report::IntervalLines,
 }
 
 impl<W: Write> Live<W> {

@@ -12,12 +12,12 @@ use crate::{
     server::options::ServerOption,
     session::{Measure, Stage},
     sweep::{
+        ctx::Ctx,
         plan::{restart_part, Cell, Change},
         progress::Progress,
         settings,
         spec::workload_args,
         store::CellRecord,
-        Ctx,
     },
 };
 

@@ -4,6 +4,7 @@
 //! on the same datadir (the loaded data stays). Every value is tried
 //! before the first cell runs; every finished cell is on disk at once.
 pub mod cell;
+pub mod ctx;
 pub mod plan;
 pub mod progress;
 pub mod settings;
@@ -21,20 +22,12 @@ use crate::{
     session::{setup, Phases, Stop},
 };
 use cell::{result_line, run_cell, Live};
+use ctx::Ctx;
 use plan::Cell;
 use progress::Progress;
 use spec::Spec;
 use store::{CellRecord, Store};
 use validate::Ready;
-
-/// What every step of a sweep reads.
-pub struct Ctx<'a> {
-    pub args: &'a SweepArgs,
-    pub spec: &'a Spec,
-    pub store: &'a Store,
-    pub stop: &'a Stop,
-    pub ph: &'a Phases,
-}
 
 /// How the sweep ended.
 enum Outcome {
@@ -61,7 +54,7 @@ pub fn run(args: SweepArgs) -> Result<()> {
     };
     crate::session::check_args(&server, &args.stage.conn)?;
     let (store, earlier) = Store::open(&args.out, args.resume, &spec.meta)?;
-    let rt = crate::session::runtime()?;
+    let rt = crate::runtime::runtime()?;
     rt.block_on(async {
         let stop = Stop::install()?;
         let ph = Phases::new(args.stage.probes.verbose);

@@ -8,12 +8,12 @@ use crate::{
     error::{Error, Result},
     sweep::{
         cell::Live,
+        ctx::Ctx,
         plan::{self, Cell, Change},
         progress::human,
         settings::{self, Classified},
         spec::Namer,
         store::CellRecord,
-        Ctx,
     },
 };
 

@@ -19,13 +19,13 @@ use super::{
     rand::NuConstants,
     report::{KindInterval, KindTotals, TpccInterval, TpccSummary},
     schema::sql,
-    txn, Kind, Settings,
+    spec::{Kind, Settings},
+    txn,
 };
 use crate::{
     conn::{self, Endpoint},
-    engine::IoModel,
     error::{Error, Result},
-    stats::{new_hist, Clock, IntervalSample, Latency, Summary, Window},
+    stats::{new_hist, Clock, IntervalSample, IoModel, Latency, Summary, Window},
     workers::Workers,
 };
 

@@ -8,7 +8,7 @@ use fastrand::Rng;
 
 use super::{
     rand::{self as tr, NuConstants},
-    CUSTOMERS_PER_DISTRICT, DISTRICTS, ITEMS, NEW_ORDER_FIRST,
+    spec::{CUSTOMERS_PER_DISTRICT, DISTRICTS, ITEMS, NEW_ORDER_FIRST},
 };
 
 /// Where one table's rows go: the fields of a row in column order, then

@@ -25,26 +25,12 @@ use super::{
     gen::{Part, Sender, SqlRows, TsvRows},
     rand::NuConstants,
     schema::{self, sql, LoadRecord},
-    ITEMS,
+    spec::{LoadMethod, ITEMS},
 };
 use crate::{
     conn::{self, Endpoint},
     error::{Error, Result},
 };
-
-/// How the rows reach the server (`--load-method`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LoadMethod {
-    /// `infile` when the server allows `local_infile`, else `insert`.
-    #[default]
-    Auto,
-    /// `LOAD DATA LOCAL INFILE`, streamed from memory: no SQL to parse
-    /// per row (`cargo xtask bench tpcc --load-only`).
-    Infile,
-    /// Multi-row `INSERT`s of 500-1,000 rows.
-    Insert,
-}
 
 /// One unit of work, small enough to spread W warehouses over a few
 /// connections. A warehouse is loaded when its three units are.

@@ -8,9 +8,9 @@ use std::sync::{
 use mysql::Conn;
 
 use super::{
-    load::{self, LoadMethod, LoadOptions, LoadReport},
+    load::{self, LoadOptions, LoadReport},
     schema::{self, LoadRecord},
-    Settings,
+    spec::{LoadMethod, Settings},
 };
 use crate::{
     conn,

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
 
-use super::Kind;
+use super::spec::Kind;
 
 /// tpcc-mysql's four counters of one transaction type.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -84,34 +84,6 @@ pub fn interval_line(time_s: u64, iv: &TpccInterval) -> String {
         );
     }
     s
-}
-
-/// Turns samples into tpcc-mysql's interval lines: nothing during the
-/// ramp-up, then "MEASURING START." and one line per interval, the time
-/// counted from the start of the measurement.
-#[derive(Debug, Default)]
-pub struct IntervalLines {
-    measuring: bool,
-    time_s: f64,
-}
-
-impl IntervalLines {
-    pub fn lines(&mut self, s: &crate::stats::IntervalSample) -> Vec<String> {
-        let Some(iv) = &s.tpcc else {
-            return Vec::new();
-        };
-        if s.warmup {
-            return Vec::new();
-        }
-        let mut out = Vec::new();
-        if !self.measuring {
-            self.measuring = true;
-            out.extend([String::new(), "MEASURING START.".into(), String::new()]);
-        }
-        self.time_s += s.interval_s;
-        out.push(interval_line(self.time_s.round() as u64, iv));
-        out
-    }
 }
 
 /// Latency percentiles of one type over the measured window, in ms.

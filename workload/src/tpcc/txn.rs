@@ -6,7 +6,7 @@ use mysql::{prelude::Queryable, Conn, Row, TxOpts};
 
 use super::{
     rand::{last_name, nurand, NuConstants},
-    Kind, CUSTOMERS_PER_DISTRICT, DISTRICTS, ITEMS,
+    spec::{Kind, CUSTOMERS_PER_DISTRICT, DISTRICTS, ITEMS},
 };
 
 /// What one transaction did, when it did not fail.

@@ -1,0 +1,365 @@
+//! Loads the eBPF object, attaches it to one server process per the
+//! [`Plan`], and opens and closes the light tier's exact windows. Links
+//! detach when [`Probes`] drops.
+use std::{
+    num::NonZeroU32,
+    path::{Path, PathBuf},
+};
+
+use aya::{
+    programs::uprobe::{UProbeLink, UProbeLinkId},
+    Ebpf, EbpfLoader,
+};
+use tracer_ebpf::{globals as g, maps, programs as prog, BatchMember};
+
+use super::{
+    clock, ebpf_log,
+    kernel::{self, KernelAttach},
+    plan::{site_readable, Plan, Target, WriteProbe},
+    profiles::{Pred, Source},
+    symbols::Resolved,
+    tier::Tier,
+    uprobe::{attach_uprobe, loaded_uprobe},
+};
+use crate::error::{Error, Result};
+
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-ebpf"));
+
+/// The embedded eBPF object, for `--version`'s hash.
+pub fn ebpf_object() -> &'static [u8] {
+    OBJECT
+}
+
+/// One attached probe, for `-v`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AttachedProbe {
+    pub role: &'static str,
+    pub kind: &'static str,
+    pub symbol: String,
+    pub file: PathBuf,
+    pub offset: u64,
+    pub found_in: String,
+    /// For an inlined copy: the function it sits in.
+    pub inlined_into: Option<String>,
+}
+
+/// The loaded, attached programs.
+pub struct Probes {
+    pub(super) ebpf: Ebpf,
+    pub(super) logs: Option<aya_log::EbpfLogger<ebpf_log::StderrLog>>,
+    pub plan: Plan,
+    pub kernel: KernelAttach,
+    pub attached: Vec<AttachedProbe>,
+    /// Leaders and followers are counted (in light: in windows).
+    pub anatomy: bool,
+    pub tier: Tier,
+    /// The write return probe goes with the write probe.
+    pub(super) write_timing: bool,
+    /// The write probes of the open exact window (light tier).
+    pub(super) window: Option<Vec<(&'static str, UProbeLinkId)>>,
+    pub(super) pid: u32,
+    /// The fds in the kernel's `REDO_FDS`, and when they were last looked at.
+    pub(super) redo_fds: Vec<u32>,
+    pub(super) redo_checked: Option<std::time::Instant>,
+    /// CLOCK_MONOTONIC when every probe was in place: calls begun earlier
+    /// may have no return probe to close them (see `settle`).
+    pub(super) attached_at_ns: u64,
+}
+
+fn set_pred<'a>(l: &mut EbpfLoader<'a>, names: [&'a str; 4], p: &'a Pred, op: &'a u32) {
+    l.override_global(names[0], &p.arg, true)
+        .override_global(names[1], op, true)
+        .override_global(names[2], &p.mask, true)
+        .override_global(names[3], &p.value, true);
+}
+
+/// The write probes of an exact window: the program and link of each, so
+/// the window can take them off again while the rest stays.
+pub struct WindowLinks(Vec<UProbeLink>);
+
+impl WindowLinks {
+    /// How many probes the window had attached.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Attaches the write programs at every point of `write`: the per-commit
+/// probes. Returns each link with its program, and notes each probe.
+fn attach_writes(
+    ebpf: &mut Ebpf,
+    write: &WriteProbe,
+    preds: [Pred; 2],
+    write_timing: bool,
+    exe: &Path,
+    pid: NonZeroU32,
+    mut note: impl FnMut(&'static str, &Resolved, u64, Option<&String>),
+) -> Result<Vec<(&'static str, UProbeLinkId)>> {
+    let mut links = Vec::new();
+    for w in write.points() {
+        if w.out_of_line {
+            let id = attach_uprobe(ebpf, prog::WRITE_ENTRY, w.file_offset, w, exe, pid)?;
+            links.push((prog::WRITE_ENTRY, id));
+            note("uprobe", w, w.file_offset, None);
+            if write_timing {
+                let id = attach_uprobe(ebpf, prog::WRITE_RETURN, w.file_offset, w, exe, pid)?;
+                links.push((prog::WRITE_RETURN, id));
+                note("uretprobe", w, w.file_offset, None);
+            }
+        }
+        for site in &w.inlined {
+            // The durable test reads registers: only where DWARF puts
+            // its arguments in them is the site's durability known.
+            let (prog_name, kind) = if site_readable(&preds, site) {
+                (prog::WRITE_SITE, "uprobe (inlined)")
+            } else {
+                (
+                    prog::WRITE_SITE_UNKNOWN,
+                    "uprobe (inlined, durable unknown)",
+                )
+            };
+            let id = attach_uprobe(ebpf, prog_name, site.file_offset, w, exe, pid)?;
+            links.push((prog_name, id));
+            note(kind, w, site.file_offset, Some(&site.dwarf.caller));
+        }
+    }
+    Ok(links)
+}
+
+impl Probes {
+    /// Loads the object configured for `target.pid` and the plan's
+    /// predicates, and attaches everything.
+    pub fn attach(target: &Target, plan: Plan) -> Result<Self> {
+        if OBJECT.is_empty() {
+            return Err(Error::EmptyObject);
+        }
+        let pid = NonZeroU32::new(target.pid).ok_or(Error::NoSuchProcess { pid: 0 })?;
+        let (pred_a, pred_b, pred_f) = match &plan.write {
+            WriteProbe::Exact { profile, .. } => {
+                (profile.pred_a, profile.pred_b, profile.flush_filter)
+            }
+            WriteProbe::ServerLayer { .. } => (Pred::ALWAYS, Pred::OFF, Pred::OFF),
+        };
+        let ops = [pred_a.op as u32, pred_b.op as u32, pred_f.op as u32];
+        // Batch members: the durable requests (server-layer commits in
+        // fallback mode); batches begin at the flush function, else at
+        // redo fsyncs.
+        let member = match &plan.write {
+            WriteProbe::Exact { profile, .. } => match profile.durable {
+                Source::AllCalls => BatchMember::AllCalls,
+                Source::PredA => BatchMember::PredA,
+                Source::PredB => BatchMember::PredB,
+            },
+            WriteProbe::ServerLayer { .. } => BatchMember::AllCalls,
+        } as u32;
+        let batch_on_sync = u32::from(plan.flush.is_none());
+        let anatomy = u32::from(
+            target.anatomy && target.write_timing && matches!(plan.write, WriteProbe::Exact { .. }),
+        );
+        let mut loader = EbpfLoader::new();
+        loader.override_global(g::TARGET_TGID, &target.pid, true);
+        let write_timing = u32::from(target.write_timing);
+        loader.override_global(g::WRITE_TIMING, &write_timing, true);
+        loader.override_global(g::DURABLE_PRED, &member, true);
+        loader.override_global(g::BATCH_ON_SYNC, &batch_on_sync, true);
+        loader.override_global(g::ANATOMY, &anatomy, true);
+        set_pred(
+            &mut loader,
+            [g::PRED_A_ARG, g::PRED_A_OP, g::PRED_A_MASK, g::PRED_A_VALUE],
+            &pred_a,
+            &ops[0],
+        );
+        set_pred(
+            &mut loader,
+            [g::PRED_B_ARG, g::PRED_B_OP, g::PRED_B_MASK, g::PRED_B_VALUE],
+            &pred_b,
+            &ops[1],
+        );
+        set_pred(
+            &mut loader,
+            [g::PRED_F_ARG, g::PRED_F_OP, g::PRED_F_MASK, g::PRED_F_VALUE],
+            &pred_f,
+            &ops[2],
+        );
+        let mut ebpf = loader
+            .load(OBJECT)
+            .map_err(|e| Error::Load(e.to_string()))?;
+        // Without the log map (an object built without any log call) there
+        // is simply nothing to drain.
+        let logs = aya_log::EbpfLogger::init_with_logger(&mut ebpf, ebpf_log::StderrLog).ok();
+
+        let exe = target.exe.as_path();
+        let mut attached = Vec::new();
+        let mut note = |role, kind, at: &Resolved, offset: u64, caller: Option<&String>| {
+            attached.push(AttachedProbe {
+                role,
+                kind,
+                symbol: at.symbol.clone(),
+                file: exe.to_owned(),
+                offset,
+                found_in: format!("{} ({})", at.source_text(), at.found_in.display()),
+                inlined_into: caller.cloned(),
+            })
+        };
+        // The kernel side first: a flush counted by the uprobe below must
+        // find its fdatasync counted too. Attached after, a flush entered
+        // in between (the master thread's, once a second) had its sync
+        // missed: n_flush one above the redo syncs inside flushes in about
+        // one trace in six here.
+        let kernel = kernel::attach(&mut ebpf, target.fsync_probe, pid, target.tier)?;
+        if target.tier.per_commit() {
+            attach_writes(
+                &mut ebpf,
+                &plan.write,
+                [pred_a, pred_b],
+                target.write_timing,
+                exe,
+                pid,
+                |kind, at, offset, caller| note("write", kind, at, offset, caller),
+            )?;
+        }
+        if let Some(f) = &plan.flush {
+            if f.out_of_line {
+                attach_uprobe(&mut ebpf, prog::FLUSH_ENTRY, f.file_offset, f, exe, pid)?;
+                note("flush", "uprobe", f, f.file_offset, None);
+                attach_uprobe(&mut ebpf, prog::FLUSH_RETURN, f.file_offset, f, exe, pid)?;
+                note("flush", "uretprobe", f, f.file_offset, None);
+            }
+            for site in &f.inlined {
+                attach_uprobe(&mut ebpf, prog::FLUSH_SITE, site.file_offset, f, exe, pid)?;
+                note(
+                    "flush",
+                    "uprobe (inlined)",
+                    f,
+                    site.file_offset,
+                    Some(&site.dwarf.caller),
+                );
+            }
+        }
+        let mut p = Probes {
+            ebpf,
+            logs,
+            plan,
+            kernel,
+            attached,
+            anatomy: anatomy != 0,
+            tier: target.tier,
+            write_timing: target.write_timing,
+            window: None,
+            pid: target.pid,
+            redo_fds: Vec::new(),
+            redo_checked: None,
+            attached_at_ns: clock::monotonic_ns(),
+        };
+        p.refresh_redo_fds();
+        Ok(p)
+    }
+
+    /// Opens an exact window on light probes: attaches the per-commit
+    /// write probes beside the light set, into the same maps, so the
+    /// window's n_write and the light n_flush are read together. Exact
+    /// probes already have them: an error then, as for a window already
+    /// open.
+    pub fn open_window(&mut self) -> Result<()> {
+        if self.tier.per_commit() || self.window.is_some() {
+            return Err(Error::Runtime(
+                "the per-commit probes are already attached".into(),
+            ));
+        }
+        let pid = NonZeroU32::new(self.pid).ok_or(Error::NoSuchProcess { pid: 0 })?;
+        let (pred_a, pred_b) = match &self.plan.write {
+            WriteProbe::Exact { profile, .. } => (profile.pred_a, profile.pred_b),
+            WriteProbe::ServerLayer { .. } => (Pred::ALWAYS, Pred::OFF),
+        };
+        let exe = self.plan.exe.clone();
+        let links = attach_writes(
+            &mut self.ebpf,
+            &self.plan.write,
+            [pred_a, pred_b],
+            self.write_timing,
+            &exe,
+            pid,
+            |_, _, _, _| {},
+        );
+        match links {
+            Ok(l) => {
+                self.window = Some(l);
+                Ok(())
+            }
+            Err(e) => {
+                // A partly attached window: the links made so far go in
+                // the next close (here, at once).
+                drop(self.close_window());
+                Err(e)
+            }
+        }
+    }
+
+    /// Whether an exact window is open.
+    pub fn window_open(&self) -> bool {
+        self.window.is_some()
+    }
+
+    /// Takes the window's write probes off the programs. Dropping what it
+    /// returns detaches them: the kernel takes a while for that, so a
+    /// caller holding a lock drops it after letting go.
+    pub fn close_window(&mut self) -> WindowLinks {
+        let mut out = Vec::new();
+        for (name, id) in self.window.take().unwrap_or_default() {
+            if let Ok(p) = loaded_uprobe(&mut self.ebpf, name) {
+                if let Ok(l) = p.take_link(id) {
+                    out.push(l);
+                }
+            }
+        }
+        WindowLinks(out)
+    }
+
+    /// Without a flush function a batch begins at each fsync of a redo
+    /// fd: tells the kernel which fds those are now (the redo files are
+    /// opened at start, MySQL 8.0.30+ rotates them). At most once a
+    /// second: a server may hold thousands of fds.
+    pub fn refresh_redo_fds(&mut self) {
+        let pid = self.pid;
+        if self.plan.flush.is_some()
+            || self
+                .redo_checked
+                .is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(1))
+        {
+            return;
+        }
+        self.redo_checked = Some(std::time::Instant::now());
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            return;
+        };
+        let now: Vec<u32> = dir
+            .flatten()
+            .filter_map(|e| {
+                let fd: u32 = e.file_name().to_str()?.parse().ok()?;
+                let path = std::fs::read_link(e.path()).ok()?;
+                (crate::fds::classify(&path.to_string_lossy()) == crate::fds::FileClass::Redo)
+                    .then_some(fd)
+            })
+            .collect();
+        if now == self.redo_fds {
+            return;
+        }
+        let Some(map) = self.ebpf.map_mut(maps::REDO_FDS) else {
+            return;
+        };
+        let Ok(mut m) = aya::maps::HashMap::<_, u32, u8>::try_from(map) else {
+            return;
+        };
+        for fd in self.redo_fds.iter().filter(|fd| !now.contains(fd)) {
+            let _ = m.remove(fd);
+        }
+        for fd in &now {
+            let _ = m.insert(fd, 1, 0);
+        }
+        self.redo_fds = now;
+    }
+}

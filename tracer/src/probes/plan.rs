@@ -1,0 +1,253 @@
+//! The attach plan: what the user asked to trace ([`Target`]) and where
+//! each probe goes in that binary ([`Plan`]), found before anything is
+//! attached (`commitscope probes` prints it without root).
+use std::path::PathBuf;
+
+use super::{
+    debuginfod,
+    fsync_choice::FsyncProbe,
+    profiles::{self, Pred, Profile, ServerId},
+    symbols::{self, Resolved, Resolver},
+    tier::Tier,
+};
+use crate::error::{Error, Result};
+
+/// What the user asked to trace.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub pid: u32,
+    /// The server executable (for symbols and the uprobe path).
+    pub exe: PathBuf,
+    pub debug_root: PathBuf,
+    /// Which debuginfod servers may be asked for a debug file.
+    pub debuginfod: debuginfod::Choice,
+    pub server: Option<ServerId>,
+    pub fsync_probe: FsyncProbe,
+    /// Time each write request (entry + return probe). Off, the write probe
+    /// only counts: one probe hit per commit instead of two, for callers
+    /// that measure commit latency themselves (the main command's workload).
+    pub write_timing: bool,
+    /// Leaders and followers (exact mode, with `write_timing`).
+    pub anatomy: bool,
+    /// Light: no per-commit probe until a window opens
+    /// ([`Probes::open_window`]); `write_timing` and `anatomy` then say
+    /// what a window attaches.
+    pub tier: Tier,
+}
+
+/// How the write probe was placed.
+#[derive(Clone, Debug)]
+pub enum WriteProbe {
+    /// The InnoDB function of a profile row.
+    Exact {
+        profile: &'static Profile,
+        at: Resolved,
+    },
+    /// The server-layer commit function: commits, not redo write requests.
+    /// `also`: the binlog's two-phase commit function, probed beside it.
+    ServerLayer {
+        at: Resolved,
+        also: Option<Resolved>,
+        missing: String,
+    },
+}
+
+impl WriteProbe {
+    /// Every place the write programs attach to.
+    pub fn points(&self) -> Vec<&Resolved> {
+        match self {
+            WriteProbe::Exact { at, .. } => vec![at],
+            WriteProbe::ServerLayer { at, also, .. } => std::iter::once(at).chain(also).collect(),
+        }
+    }
+
+    /// "log_write_up_to", or "ha_commit_one_phase + MYSQL_BIN_LOG::log_and_order".
+    pub fn source_name(&self) -> String {
+        self.points()
+            .iter()
+            .map(|r| profiles::short_name(&r.symbol))
+            .collect::<Vec<_>>()
+            .join(" + ")
+    }
+
+    pub fn resolved(&self) -> &Resolved {
+        match self {
+            WriteProbe::Exact { at, .. } | WriteProbe::ServerLayer { at, .. } => at,
+        }
+    }
+}
+
+/// The attach plan, before anything touches the kernel: pure ELF work, so
+/// bad input is rejected without root.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub write: WriteProbe,
+    pub flush: Option<Resolved>,
+    /// Flush symbols tried and not found (likely inlined).
+    pub flush_missing: Vec<&'static str>,
+    pub server: Option<ServerId>,
+    pub exe: PathBuf,
+    /// Debug files looked for while resolving (for `-v`).
+    pub debug_looked_for: Vec<PathBuf>,
+    /// What debuginfod was asked, when the other sources fell short.
+    pub debuginfod: Option<debuginfod::Looked>,
+}
+
+impl Plan {
+    pub fn new(target: &Target) -> Result<Self> {
+        let mut r = Resolver::open(&target.exe, &target.debug_root)?;
+        let server = target.server.or_else(|| profiles::detect(&target.exe));
+        // DWARF and debuginfod come last, only when the symbol tables fall
+        // short: a server's DWARF or debug file is hundreds of MB.
+        let complete = |r: &Resolver| {
+            profiles::candidates(server)
+                .iter()
+                .find(|p| r.resolve(&[p.write_symbol]).is_some())
+                .is_some_and(|p| r.resolve(p.flush_symbols).is_some())
+        };
+        let exact = |r: &Resolver| {
+            profiles::candidates(server)
+                .iter()
+                .any(|p| r.resolve(&[p.write_symbol]).is_some())
+        };
+        if !complete(&r) {
+            let names: Vec<&str> = profiles::candidates(server)
+                .iter()
+                .flat_map(|p| {
+                    std::iter::once(p.write_symbol).chain(p.flush_symbols.iter().copied())
+                })
+                .collect();
+            r.scan_dwarf(&names);
+        }
+        let mut debuginfod_looked = None;
+        if !exact(&r) {
+            if let Some(id) = r.build_id.clone().filter(|id| id.len() > 1) {
+                let env = debuginfod::Env::from_process();
+                let looked = debuginfod::lookup(&target.debuginfod, &env, &id, |path, data| {
+                    let ok = r.add_fetched(path, data);
+                    if ok && !complete(&r) {
+                        r.scan_dwarf_of(path, data);
+                    }
+                    ok
+                });
+                if looked.interrupted {
+                    return Err(Error::Interrupted {
+                        phase: "debuginfod download",
+                    });
+                }
+                debuginfod_looked = Some(looked);
+            }
+        }
+        for p in profiles::candidates(server) {
+            let Some(at) = r.resolve(&[p.write_symbol]) else {
+                continue;
+            };
+            let mut flush = r.resolve(p.flush_symbols);
+            // Inlined copies of a filtered flush function (MySQL 5.x's
+            // fil_flush(space)) count only where the filter's argument
+            // can be read; else the kernel's redo fsyncs stand in.
+            if let Some(f) = &mut flush {
+                if p.flush_filter.reads_arg() {
+                    f.inlined
+                        .retain(|s| s.dwarf.arg_readable(p.flush_filter.arg));
+                }
+                if !f.out_of_line && f.inlined.is_empty() {
+                    flush = None;
+                }
+            }
+            let flush_missing = if flush.is_none() {
+                p.flush_symbols.to_vec()
+            } else {
+                Vec::new()
+            };
+            return Ok(Plan {
+                write: WriteProbe::Exact { profile: p, at },
+                flush,
+                flush_missing,
+                server,
+                exe: target.exe.clone(),
+                debug_looked_for: r.looked_for,
+                debuginfod: debuginfod_looked,
+            });
+        }
+        let wanted = "log_write_up_to".to_string();
+        if let Some(at) = r.resolve(profiles::FALLBACKS) {
+            let also = (at.symbol == profiles::FALLBACKS[0])
+                .then(|| r.resolve(profiles::FALLBACK_TWO_PHASE))
+                .flatten();
+            return Ok(Plan {
+                write: WriteProbe::ServerLayer {
+                    at,
+                    also,
+                    missing: wanted,
+                },
+                flush: None,
+                flush_missing: Vec::new(),
+                server,
+                exe: target.exe.clone(),
+                debug_looked_for: r.looked_for,
+                debuginfod: debuginfod_looked,
+            });
+        }
+        Err(Error::NoProbeSymbol {
+            path: target.exe.clone(),
+            wanted,
+            fallbacks: profiles::FALLBACKS
+                .iter()
+                .map(|s| profiles::short_name(s))
+                .collect::<Vec<_>>()
+                .join(", "),
+            debug_root: target.debug_root.clone(),
+        })
+    }
+
+    /// Inlined copies of the write function whose durability cannot be
+    /// read (see [`Probes::attach`]).
+    pub fn unknown_sites(&self) -> usize {
+        let WriteProbe::Exact { profile, at } = &self.write else {
+            return 0;
+        };
+        at.inlined
+            .iter()
+            .filter(|s| !site_readable(&[profile.pred_a, profile.pred_b], s))
+            .count()
+    }
+
+    /// ".symtab", "debuginfod https://…", "dwarf-inlined (3 sites)", with
+    /// the flush function's when it is not the write's.
+    pub fn symbol_source(&self, write_from: &str) -> String {
+        let mut s = match self.write.resolved().source {
+            symbols::SymbolSource::Dwarf | symbols::SymbolSource::DwarfInlined => {
+                self.write.resolved().source_text()
+            }
+            _ => write_from.to_string(),
+        };
+        if let Some(f) = &self.flush {
+            let from = f.source_text();
+            if f.source != self.write.resolved().source || !f.inlined.is_empty() {
+                s.push_str(&format!("; flush: {from}"));
+            }
+        }
+        s
+    }
+
+    /// The one line said at start when n_write cannot be exact.
+    pub fn fallback_line(&self) -> Option<String> {
+        let WriteProbe::ServerLayer { missing, .. } = &self.write else {
+            return None;
+        };
+        Some(format!(
+            "{missing} not found in {} (stripped, no debug file): counting commits at {}; install the -dbgsym package for exact n_write",
+            self.exe.display(),
+            self.write.source_name()
+        ))
+    }
+}
+
+/// True when every predicate that reads an argument finds it in its
+/// register at this inlined copy's entry.
+pub(super) fn site_readable(preds: &[Pred], site: &symbols::Site) -> bool {
+    preds
+        .iter()
+        .all(|p| !p.reads_arg() || site.dwarf.arg_readable(p.arg))
+}

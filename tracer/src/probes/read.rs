@@ -1,0 +1,116 @@
+//! Reading the maps: every counter, fd and histogram once, as a
+//! [`Snapshot`]; the fd keys alone, for naming them; the programs' log.
+use aya::maps::{PerCpuArray, PerCpuHashMap};
+use tracer_ebpf::{maps, BatchHist, FdStats, HistKind};
+
+use super::{attach::Probes, snapshot::Snapshot};
+use crate::error::{Error, Result};
+
+impl Probes {
+    /// Prints what the eBPF programs logged since the last call.
+    pub fn drain_logs(&mut self) {
+        if let Some(l) = self.logs.as_mut() {
+            l.flush();
+        }
+    }
+
+    /// The fds that have synced or written so far (cheap: keys only), so
+    /// they can be named while still open.
+    pub fn fds(&self) -> Result<Vec<u32>> {
+        let map = self.ebpf.map(maps::FD_STATS).ok_or(Error::MapRead {
+            map: maps::FD_STATS,
+            detail: "missing from the object".into(),
+        })?;
+        let fds: PerCpuHashMap<_, u32, FdStats> =
+            PerCpuHashMap::try_from(map).map_err(|e| Error::MapRead {
+                map: maps::FD_STATS,
+                detail: e.to_string(),
+            })?;
+        Ok(fds.keys().filter_map(std::result::Result::ok).collect())
+    }
+
+    /// Reads every map once: cumulative totals since attach.
+    pub fn read(&self) -> Result<Snapshot> {
+        let map_err = |map: &'static str| {
+            move |e: aya::maps::MapError| Error::MapRead {
+                map,
+                detail: e.to_string(),
+            }
+        };
+        let missing = |map: &'static str| Error::MapRead {
+            map,
+            detail: "missing from the object".into(),
+        };
+        let mut snap = Snapshot::default();
+
+        let counters: PerCpuArray<_, u64> = PerCpuArray::try_from(
+            self.ebpf
+                .map(maps::COUNTERS)
+                .ok_or_else(|| missing(maps::COUNTERS))?,
+        )
+        .map_err(map_err(maps::COUNTERS))?;
+        for (i, slot) in snap.counters.iter_mut().enumerate() {
+            let v = counters
+                .get(&(i as u32), 0)
+                .map_err(map_err(maps::COUNTERS))?;
+            *slot = v.iter().sum();
+        }
+
+        // The fd stats right after the counters: a flush that completes
+        // between the two reads is seen in one and not the other, so the
+        // gap is kept as short as it can be.
+        let fds: PerCpuHashMap<_, u32, FdStats> = PerCpuHashMap::try_from(
+            self.ebpf
+                .map(maps::FD_STATS)
+                .ok_or_else(|| missing(maps::FD_STATS))?,
+        )
+        .map_err(map_err(maps::FD_STATS))?;
+        for item in fds.iter() {
+            let (fd, per_cpu) = item.map_err(map_err(maps::FD_STATS))?;
+            let t = snap.fds.entry(fd).or_default();
+            for s in per_cpu.iter() {
+                t.syncs += s.syncs;
+                t.sync_ns += s.sync_ns;
+                t.syncs_in_flush += s.syncs_in_flush;
+                t.writes += s.writes;
+                t.write_bytes += s.write_bytes;
+                for (acc, b) in t.hist.iter_mut().zip(s.hist.buckets) {
+                    *acc += b;
+                }
+            }
+        }
+        let batch: PerCpuArray<_, BatchHist> = PerCpuArray::try_from(
+            self.ebpf
+                .map(maps::BATCH)
+                .ok_or_else(|| missing(maps::BATCH))?,
+        )
+        .map_err(map_err(maps::BATCH))?;
+        for h in batch.get(&0, 0).map_err(map_err(maps::BATCH))?.iter() {
+            for (acc, b) in snap.batch.iter_mut().zip(h.buckets) {
+                *acc += b;
+            }
+        }
+
+        let hists: PerCpuArray<_, tracer_ebpf::Hist> = PerCpuArray::try_from(
+            self.ebpf
+                .map(maps::HISTS)
+                .ok_or_else(|| missing(maps::HISTS))?,
+        )
+        .map_err(map_err(maps::HISTS))?;
+        for kind in [
+            HistKind::WriteWait,
+            HistKind::Flush,
+            HistKind::LeaderWait,
+            HistKind::FollowerWait,
+        ] {
+            let v = hists.get(&(kind as u32), 0).map_err(map_err(maps::HISTS))?;
+            for h in v.iter() {
+                for (acc, b) in snap.hists[kind as usize].iter_mut().zip(h.buckets) {
+                    *acc += b;
+                }
+            }
+        }
+
+        Ok(snap)
+    }
+}

@@ -1,0 +1,226 @@
+//! One measured run on a stage: the schema loaded, the workload driven,
+//! both halves read on the same ticks, the summary with the server's own
+//! counters beside ours.
+use std::time::{Duration, SystemTime};
+
+use workload::{driver::Driver, engine::Config};
+
+use super::{phases::Phases, stage::Stage, stop::Stop};
+use crate::{
+    error::Result,
+    probes::cost,
+    report::{EndReason, RunSink, RunSummary},
+    sample::{Joined, ProbeSampler},
+    server::{commits, managed::Managed, process, status},
+};
+
+/// One measured run on a stage.
+#[derive(Clone, Debug)]
+pub struct Measure {
+    pub cfg: Config,
+    pub interval: Duration,
+    pub duration: Option<Duration>,
+    pub reset: bool,
+}
+
+impl Stage {
+    /// Loads the schema, runs the workload, prints joined ticks, returns
+    /// the summary. Ctrl-C during the run ends it with a summary; during
+    /// the load it is an interruption.
+    pub async fn measure(
+        &mut self,
+        m: &Measure,
+        sink: &mut dyn RunSink,
+        stop: &Stop,
+        ph: &Phases,
+    ) -> Result<RunSummary> {
+        ph.run(stop, "load", async {
+            Ok(workload::run::prepare(&m.cfg, m.reset).await?)
+        })
+        .await?;
+        ph.note("run ...");
+        // Both baselines before the workers start: no commit falls
+        // between them and the first tick.
+        let mut sampler = match (&self.probes, self.pid) {
+            (Some(p), Some(pid)) => Some(ProbeSampler::new(p, pid)?),
+            _ => None,
+        };
+        // Light probes: n_write is the server's commit counter, read on
+        // the control connection at each tick.
+        let light = self.probes.as_ref().is_some_and(|p| !p.tier.per_commit());
+        if let (true, Some(s)) = (light, sampler.as_mut()) {
+            if let Ok(n) = commits::read_on(self.control()?).await {
+                s.set_commit_base(n);
+            }
+        }
+        let mut before = status::read(self.control()?).await?;
+        let mut engine = Driver::start(m.cfg.clone())?;
+        let warmup = m.cfg.warmup.as_secs_f64();
+        let mut base_marked = warmup <= 0.0;
+        sink.start(&self.header, &m.cfg);
+        let mut tick =
+            tokio::time::interval_at(tokio::time::Instant::now() + m.interval, m.interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut fd_poll = tokio::time::interval(Duration::from_millis(100));
+        let mut stall = crate::sample::StallClock::default();
+        // `-v`: what the probes cost at this rate, after the first tick.
+        let mut cost_said = false;
+        // What stopped the run when the server could not write.
+        let mut fatal: Option<String> = None;
+        // How a server that is not our child ended, if it could be seen.
+        let mut died: Option<String> = None;
+        let mut done_poll = tokio::time::interval(Duration::from_millis(20));
+        let deadline = async {
+            match m.duration {
+                // The measured time, after the warmup. A hair late, so
+                // that when it falls on a tick the tick ends the run
+                // (below) instead of leaving an empty last interval.
+                Some(d) => tokio::time::sleep(d + m.cfg.warmup + Duration::from_millis(20)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(deadline);
+        let end = loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    let n = match light {
+                        true => commits::read_on(self.control()?).await.ok(),
+                        false => None,
+                    };
+                    let w = engine.sample()?;
+                    let t = match (&mut sampler, &self.probes) {
+                        (Some(s), Some(p)) => Some(s.tick_with(p, n)?),
+                        _ => None,
+                    };
+                    let elapsed = w.elapsed_s;
+                    if let (Some(t), Some(p), false) = (&t, &self.probes, cost_said) {
+                        cost_said = true;
+                        let write_timing = self.attach.as_ref().is_some_and(|a| a.probe_args.anatomy);
+                        if let Ok(snap) = p.read() {
+                            let h = cost::hits(&snap, t.elapsed_s, p.tier, write_timing, t.n_write);
+                            ph.note(cost::line(&h, p.tier));
+                        }
+                    }
+                    let mut j = Joined::new(w, t);
+                    j.stalled_s = stall.tick(&j.workload);
+                    sink.tick(SystemTime::now(), &j);
+                    // A stall may be the server waiting for disk space
+                    // (a binlog write): its process list says so.
+                    if j.stalled_s.is_some() {
+                        if let Some(why) = status::waiting_for_space(&self.endpoint).await {
+                            fatal = Some(format!("the server's disk is full: {why}"));
+                            break EndReason::ServerCannotWrite;
+                        }
+                    }
+                    if let Some(f) = engine.fatal() {
+                        fatal = Some(f);
+                        break EndReason::ServerCannotWrite;
+                    }
+                    if !base_marked && elapsed + 0.001 >= warmup {
+                        // Later ticks are measured: both halves and the
+                        // server's counters start their window here.
+                        if let Some(s) = sampler.as_mut() {
+                            s.mark_base();
+                        }
+                        before = status::read(self.control()?).await?;
+                        base_marked = true;
+                    }
+                    if engine.finished() {
+                        break EndReason::WorkloadDone;
+                    }
+                    if m.duration.is_some_and(|d| elapsed + 0.001 >= (d + m.cfg.warmup).as_secs_f64()) {
+                        break EndReason::Duration;
+                    }
+                    if let Some(p) = self.pid.filter(|&p| !process::alive(p)) {
+                        // Now, before its parent reaps it: how it ended.
+                        died = process::zombie_status(p);
+                        break EndReason::TargetExited;
+                    }
+                }
+                _ = fd_poll.tick(), if sampler.is_some() => {
+                    if let (Some(s), Some(p)) = (sampler.as_mut(), self.probes.as_mut()) {
+                        s.poll_fds(p);
+                    }
+                }
+                _ = done_poll.tick(), if m.cfg.total_rows.is_some() => {
+                    // Workers that stopped on a full disk are not done.
+                    if let Some(f) = engine.fatal() {
+                        fatal = Some(f);
+                        break EndReason::ServerCannotWrite;
+                    }
+                    if engine.finished() { break EndReason::WorkloadDone; }
+                }
+                _ = &mut deadline => break EndReason::Duration,
+                _ = stop.wait() => break EndReason::Interrupted,
+            }
+        };
+        let (last, wsum) = engine.stop()?;
+        let n = match light {
+            true => commits::read_on(self.control()?).await.ok(),
+            false => None,
+        };
+        let t = match (&mut sampler, &self.probes) {
+            (Some(s), Some(p)) => Some(s.tick_with(p, n)?),
+            _ => None,
+        };
+        // The residual after the last tick (the workers finishing their
+        // statements while they stop) is in the totals; it gets a line of
+        // its own only when it is a real fraction of an interval.
+        if (last.txns > 0 || last.errors > 0) && last.interval_s >= 0.1 * m.interval.as_secs_f64() {
+            sink.tick(SystemTime::now(), &Joined::new(last, t));
+        }
+        let after = if end == EndReason::TargetExited {
+            before.clone()
+        } else {
+            status::read(self.control()?).await?
+        };
+        let totals = sampler.as_ref().map(ProbeSampler::totals);
+        let checks = totals
+            .as_ref()
+            .map(|t| {
+                status::compare(
+                    &before,
+                    &after,
+                    &status::OurCounts {
+                        redo_fsyncs: t.redo_fsync,
+                        redo_writes: t.redo_writes,
+                        data_fsyncs: t.data_fsync,
+                        commits: wsum.commits,
+                        binlog_fsyncs: t.binlog_fsync,
+                    },
+                )
+            })
+            .unwrap_or_default();
+        if let Some(p) = self.probes.as_mut() {
+            p.drain_logs();
+        }
+        let mut s = RunSummary::new(end, wsum, totals, checks);
+        if let Some(f) = fatal {
+            if let Some(m) = self.managed.as_mut() {
+                m.cannot_write();
+            }
+            // The managed server's own account of it, when it gave one.
+            s.ended = match self.managed.as_ref().and_then(Managed::disk_full_line) {
+                Some(line) if !f.contains(&line) => format!("{f} (error log: {line})"),
+                _ => f,
+            };
+        }
+        if end == EndReason::TargetExited {
+            s.ended = format!(
+                "the server died ({})",
+                self.managed
+                    .as_mut()
+                    .and_then(Managed::exited)
+                    .or(died)
+                    .unwrap_or_else(|| "exit status unknown: its parent reaped it first".into())
+            );
+        }
+        sink.summary(&self.header, &s);
+        ph.note(format_args!(
+            "commitscope's own peak RSS {:.1} MiB ({} clients)",
+            s.workload.peak_rss_bytes as f64 / (1 << 20) as f64,
+            m.cfg.threads
+        ));
+        Ok(s)
+    }
+}

@@ -1,0 +1,340 @@
+//! The server side of a session, set up once: the managed or existing
+//! server, the control connection and the probes; restarted and torn down
+//! in field order.
+
+use workload::conn::{ConnArgs, Endpoint};
+
+use super::{phases::Phases, stop::Stop};
+use crate::{
+    cli::{ProbeArgs, ServerArgs},
+    error::{Error, Result},
+    probes::{Plan, Probes, Target},
+    report::RunHeader,
+    server::{
+        existing, locate,
+        managed::{Managed, ManagedConfig},
+        options::ServerOption,
+        process,
+        sizing::{Shape, Sizing},
+    },
+};
+
+/// The server side of a session, set up once.
+pub struct Stage {
+    // Field order is teardown order.
+    pub probes: Option<Probes>,
+    pub(super) control: Option<mysql_async::Conn>,
+    pub managed: Option<Managed>,
+    pub conn: ConnArgs,
+    pub endpoint: Endpoint,
+    pub pid: Option<u32>,
+    pub header: RunHeader,
+    /// Set when tracing: how to attach again after a restart.
+    pub(super) attach: Option<Attach>,
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Bad combinations, found before anything starts.
+pub fn check_args(server: &ServerArgs, conn: &ConnArgs) -> Result<()> {
+    if conn.any_given() {
+        let managed_only = [
+            (server.mysqld.is_some(), "--mysqld"),
+            (!server.server_options.is_empty(), "--server-option"),
+            (server.keep, "--keep"),
+        ];
+        if let Some((_, flag)) = managed_only.iter().find(|(set, _)| *set) {
+            return Err(Error::Usage(format!(
+                "{flag} applies to the managed server, but connection options (--socket/--host/--port/--dsn/--defaults-file) select an existing one: drop one or the other"
+            )));
+        }
+    } else if server.pid.is_some() {
+        return Err(Error::Usage(
+            "--pid names an existing server: pass its --socket (or --host/--port) too, or drop --pid for a managed server".into(),
+        ));
+    }
+    if !server.no_trace && !is_root() {
+        return Err(Error::NotRoot {
+            what: "",
+            hint: " (or pass --no-trace for the workload alone)",
+        });
+    }
+    Ok(())
+}
+
+async fn connect(ep: &Endpoint) -> Result<mysql_async::Conn> {
+    Ok(workload::conn::connect(ep, None).await?)
+}
+
+/// Starts (or finds) the server and attaches the probes.
+pub async fn setup(
+    server: &ServerArgs,
+    probe_args: &ProbeArgs,
+    conn: &ConnArgs,
+    shape: Shape,
+    stop: &Stop,
+    ph: &Phases,
+) -> Result<Stage> {
+    check_args(server, conn)?;
+    let opens = u64::from(shape.clients) + 1;
+    let sizing = (!conn.any_given()).then(|| Sizing::for_machine(shape, &server.server_options));
+    // Our clients' sockets, and the managed server's files: it inherits
+    // the limit (as root it raises its own).
+    let fds = workload::capacity::client_fds(opens)
+        .max(sizing.as_ref().map_or(0, |s| s.open_files_limit));
+    workload::capacity::raise_nofile(fds)?;
+    let declared = probe_args
+        .server_version
+        .as_deref()
+        .map(str::parse)
+        .transpose()?;
+    let trace_on = !server.no_trace;
+    let mut managed = None;
+    // The managed binary's attach plan, made before it starts (to reject a
+    // binary without probe points early) and used again at attach.
+    let mut planned: Option<Plan> = None;
+    let conn = if conn.any_given() {
+        conn.clone()
+    } else {
+        let (binary, plan) = ph
+            .run(stop, "find server", async {
+                let path = locate::find(server.mysqld.as_deref())?;
+                let b = locate::inspect(&path, declared)?;
+                let plan = if trace_on {
+                    Some(Plan::new(&Target {
+                        pid: 0,
+                        exe: b.path.clone(),
+                        debug_root: probe_args.debug_dir.clone(),
+                        debuginfod: probe_args.debuginfod_choice(),
+                        server: Some(b.id),
+                        fsync_probe: probe_args.fsync_probe,
+                        write_timing: false,
+                        anatomy: false,
+                        tier: probe_args.tier_or(crate::probes::tier::Tier::Exact),
+                    })?)
+                } else {
+                    None
+                };
+                Ok((b, plan))
+            })
+            .await?;
+        planned = plan;
+        ph.note(format_args!(
+            "server binary {} ({})",
+            binary.path.display(),
+            binary.id
+        ));
+        let sizing = sizing
+            .clone()
+            .unwrap_or_else(|| Sizing::for_machine(shape, &[]));
+        if let Some(w) = &sizing.warning {
+            eprintln!("commitscope: warning: {w}");
+        }
+        ph.note(format_args!(
+            "managed server sized to the run: {}",
+            sizing.describe()
+        ));
+        let m = Managed::new(ManagedConfig {
+            binary,
+            options: server.server_options.clone(),
+            workdir: server.workdir.clone(),
+            keep: server.keep,
+            sizing,
+        })?;
+        ph.note(format_args!(
+            "temp dir {} (server runs as {})",
+            m.dir().display(),
+            m.run_as.describe()
+        ));
+        // The server is owned by `managed` from here on: whatever happens
+        // next, dropping it stops the server and removes the dir.
+        let m = managed.insert(m);
+        ph.run(stop, "init datadir", m.init()).await?;
+        ph.run(stop, "start server", m.start()).await?;
+        m.conn_args()
+    };
+    let endpoint = conn.resolve()?;
+    let mut control = ph.run(stop, "connect", connect(&endpoint)).await?;
+    // Before any other connection: a run that cannot fit is refused here,
+    // not with 1040 after hundreds of clients connected.
+    workload::capacity::Capacity::read(&mut control)
+        .await?
+        .check(opens)?;
+    let version: Option<String> = {
+        use mysql_async::prelude::Queryable;
+        control.query_first("SELECT VERSION()").await.ok().flatten()
+    };
+    let pid = match &managed {
+        Some(m) => m.pid(),
+        None if !endpoint.is_local() => {
+            if trace_on {
+                eprintln!(
+                    "commitscope: {} is remote: the workload runs untraced (probes need the server on this machine)",
+                    endpoint.describe()
+                );
+            }
+            None
+        }
+        None => {
+            let (pid, how) =
+                existing::find_pid(server.pid, endpoint.socket.as_deref(), &mut control).await?;
+            ph.note(format_args!("server pid {pid} (from {how})"));
+            Some(pid)
+        }
+    };
+    let attach = Attach {
+        probe_args: probe_args.clone(),
+        declared: planned.as_ref().and_then(|p| p.server).or(declared),
+        plan: planned,
+    };
+    let (probes, legend) = match pid {
+        Some(pid) if trace_on => {
+            let (p, l) = attach.attach(pid, true, stop, ph).await?;
+            (Some(p), Some(l))
+        }
+        _ => (None, None),
+    };
+    let header = RunHeader {
+        server: format!(
+            "{} ({}{})",
+            version.as_deref().unwrap_or("version unknown"),
+            match &managed {
+                Some(m) => format!("managed: {}", m.cfg.binary.path.display()),
+                None => endpoint.describe(),
+            },
+            pid.map(|p| format!(", pid {p}")).unwrap_or_default()
+        ),
+        legend,
+        options: server
+            .server_options
+            .iter()
+            .map(|o| o.to_string())
+            .collect(),
+        sizing: managed.as_ref().map(|m| m.cfg.sizing.clone()),
+    };
+    Ok(Stage {
+        probes,
+        control: Some(control),
+        managed,
+        conn,
+        endpoint,
+        pid,
+        header,
+        attach: trace_on.then_some(attach),
+    })
+}
+
+/// What attaching the probes to a server pid needs; kept by the stage so
+/// that a restarted managed server (new pid) is traced the same way.
+#[derive(Clone)]
+pub(super) struct Attach {
+    pub(super) probe_args: ProbeArgs,
+    declared: Option<crate::probes::profiles::ServerId>,
+    /// The managed binary's plan, made once before it started.
+    plan: Option<Plan>,
+}
+
+impl Attach {
+    /// `first`: say the fallback line (once per session, not per restart).
+    async fn attach(
+        &self,
+        pid: u32,
+        first: bool,
+        stop: &Stop,
+        ph: &Phases,
+    ) -> Result<(Probes, crate::report::Legend)> {
+        let target = Target {
+            pid,
+            exe: match &self.plan {
+                Some(p) => p.exe.clone(),
+                None => process::exe_of(pid)?,
+            },
+            debug_root: self.probe_args.debug_dir.clone(),
+            debuginfod: self.probe_args.debuginfod_choice(),
+            server: self.declared,
+            fsync_probe: self.probe_args.fsync_probe,
+            // The workload times every commit from the client side; the
+            // return probe only comes with --anatomy (leaders, followers).
+            write_timing: self.probe_args.anatomy,
+            anatomy: self.probe_args.anatomy,
+            tier: self.probe_args.tier_or(crate::probes::tier::Tier::Exact),
+        };
+        let probes = ph
+            .run(stop, "attach probes", async {
+                let plan = match &self.plan {
+                    Some(p) => p.clone(),
+                    None => Plan::new(&target)?,
+                };
+                Probes::attach(&target, plan)
+            })
+            .await?;
+        if self.probe_args.verbose {
+            crate::legend::verbose_report(&probes);
+        }
+        if let Some(line) = probes
+            .plan
+            .fallback_line()
+            .filter(|_| first && probes.tier.per_commit())
+        {
+            eprintln!("commitscope: {line}");
+        }
+        let legend = crate::legend::legend(&probes, &target);
+        Ok((probes, legend))
+    }
+}
+
+impl Stage {
+    /// The control connection (session variables, SET GLOBAL, status).
+    pub fn control(&mut self) -> Result<&mut mysql_async::Conn> {
+        self.control
+            .as_mut()
+            .ok_or_else(|| Error::Runtime("the control connection is closed".into()))
+    }
+
+    /// Restarts the managed server with `options` — same datadir, so the
+    /// loaded data stays — and attaches the probes to its new pid.
+    pub async fn restart(
+        &mut self,
+        options: Vec<ServerOption>,
+        stop: &Stop,
+        ph: &Phases,
+    ) -> Result<()> {
+        drop(self.probes.take());
+        if let Some(c) = self.control.take() {
+            let _ = c.disconnect().await;
+        }
+        let m = self.managed.as_mut().ok_or_else(|| {
+            Error::Usage("server options that need a restart apply to the managed server only: drop --socket/--host/--port".into())
+        })?;
+        ph.note("stop server ...");
+        m.stop();
+        m.cfg.options = options;
+        ph.run(stop, "restart server", m.start()).await?;
+        self.pid = m.pid();
+        self.header.options = m.cfg.options.iter().map(|o| o.to_string()).collect();
+        self.control = Some(ph.run(stop, "connect", connect(&self.endpoint)).await?);
+        if let (Some(a), Some(pid)) = (&self.attach, self.pid) {
+            let (p, legend) = a.attach(pid, false, stop, ph).await?;
+            self.probes = Some(p);
+            self.header.legend = Some(legend);
+        }
+        Ok(())
+    }
+
+    /// Orderly teardown (also what dropping does, minus the timing line).
+    pub async fn close(mut self, ph: &Phases) {
+        drop(self.probes.take());
+        if let Some(c) = self.control.take() {
+            let _ = c.disconnect().await;
+        }
+        if let Some(mut m) = self.managed.take() {
+            ph.note("stop server ...");
+            if let Some(d) = m.stop() {
+                ph.note(format_args!("stop server done in {:.2} s", d.as_secs_f64()));
+            }
+        }
+    }
+}

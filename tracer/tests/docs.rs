@@ -1,0 +1,194 @@
+//! The README and `docs/` as a reader meets them: every link leads
+//! somewhere, every `commitscope` example is one the CLI accepts, and the
+//! tables that `--help` and the man pages also print are the same copy.
+use std::path::{Path, PathBuf};
+
+use clap::{CommandFactory, Parser};
+use commitscope::{cli::Cli, help_text as manual};
+use testkit::docs;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn pages() -> Vec<(PathBuf, String)> {
+    let pages: Vec<_> = docs::pages(&root())
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            (p, text)
+        })
+        .collect();
+    assert!(pages.len() > 5, "README.md and docs/*.md: {pages:?}");
+    pages
+}
+
+fn name(p: &Path) -> String {
+    p.strip_prefix(root()).unwrap_or(p).display().to_string()
+}
+
+#[test]
+fn the_readme_is_a_front_page() {
+    let text = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines = text.lines().count();
+    assert!(
+        lines <= 200,
+        "README.md has {lines} lines; the rest goes to docs/"
+    );
+    // Its two commands, as .ci/run and a newcomer run them.
+    assert!(text.contains("cargo xtask run -- --threads 100"));
+    assert!(text.contains("cargo xtask test "));
+}
+
+#[test]
+fn every_link_points_somewhere() {
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for (page, text) in pages() {
+        for link in docs::links(&text) {
+            let target = link.text.as_str();
+            if target.starts_with("https://") || target.starts_with("http://") {
+                continue;
+            }
+            seen += 1;
+            let (path, anchor) = target.split_once('#').unwrap_or((target, ""));
+            let file = if path.is_empty() {
+                page.clone()
+            } else {
+                page.parent().unwrap().join(path)
+            };
+            let what = format!("{}:{}: ({target})", name(&page), link.line);
+            let Ok(body) = std::fs::read_to_string(&file).or_else(|e| {
+                if file.is_dir() {
+                    Ok(String::new())
+                } else {
+                    Err(e)
+                }
+            }) else {
+                bad.push(format!("{what}: no such file"));
+                continue;
+            };
+            if !anchor.is_empty() && !docs::anchors(&body).iter().any(|a| a == anchor) {
+                bad.push(format!("{what}: no heading with that anchor"));
+            }
+        }
+    }
+    assert!(seen > 20, "only {seen} links found: is the reader broken?");
+    assert!(
+        bad.is_empty(),
+        "links that point nowhere:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn every_commitscope_example_parses() {
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for (page, text) in pages() {
+        for (line, words) in docs::commands(&text, "commitscope") {
+            seen += 1;
+            if let Err(e) = Cli::try_parse_from(&words) {
+                let first = e.to_string();
+                let first = first.lines().next().unwrap_or_default().to_string();
+                bad.push(format!(
+                    "{}:{line}: {}: {first}",
+                    name(&page),
+                    words.join(" ")
+                ));
+            }
+        }
+    }
+    assert!(
+        seen > 20,
+        "only {seen} examples found: is the reader broken?"
+    );
+    assert!(
+        bad.is_empty(),
+        "examples the CLI refuses:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The long options a command line's subcommand knows (the main
+/// command's when it names none).
+fn known_flags(words: &str) -> (String, Vec<String>) {
+    let root = Cli::command();
+    let sub = words
+        .split_whitespace()
+        .nth(1)
+        .and_then(|w| root.find_subcommand(w).cloned());
+    let cmd = sub.unwrap_or(root);
+    let mut flags: Vec<String> = cmd
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(String::from))
+        .collect();
+    flags.extend(["help", "version"].map(String::from));
+    (cmd.get_name().to_string(), flags)
+}
+
+#[test]
+fn every_flag_in_running_text_is_known() {
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for (page, text) in pages() {
+        for span in docs::inline_commands(&text, "commitscope") {
+            let (cmd, known) = known_flags(&span.text);
+            for flag in docs::long_flags(&span.text) {
+                seen += 1;
+                if !known.contains(&flag) {
+                    bad.push(format!(
+                        "{}:{}: `{}`: {cmd} has no --{flag}",
+                        name(&page),
+                        span.line,
+                        span.text
+                    ));
+                }
+            }
+        }
+    }
+    assert!(seen > 10, "only {seen} flags found: is the reader broken?");
+    assert!(
+        bad.is_empty(),
+        "flags --help does not know:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_tables_help_prints_are_the_pages_copies() {
+    type Rows = &'static [(&'static str, &'static str)];
+    let tables: [(&str, (&str, &str), Rows); 3] = [
+        (
+            "TRACE_COLUMNS",
+            ("column", "meaning"),
+            manual::TRACE_COLUMNS,
+        ),
+        ("MAIN_COLUMNS", ("column", "meaning"), manual::MAIN_COLUMNS),
+        ("EXIT_CODES", ("code", "meaning"), manual::EXIT_CODES),
+    ];
+    let pages = pages();
+    for (id, head, rows) in tables {
+        let start = format!("<!-- generated: {id} ");
+        let copies: Vec<_> = pages
+            .iter()
+            .filter_map(|(p, text)| {
+                let a = text.find(&start)?;
+                let body = &text[a..];
+                let body = &body[body.find('\n')? + 1..];
+                let end = body.find("<!-- end generated -->")?;
+                Some((p, &body[..end]))
+            })
+            .collect();
+        assert!(!copies.is_empty(), "no page carries {id}");
+        let want = manual::markdown(head, rows);
+        for (p, got) in copies {
+            assert_eq!(
+                got,
+                want,
+                "{}: the copy of {id} differs from tracer/src/help_text.rs; paste this:\n{want}",
+                name(p)
+            );
+        }
+    }
+}
