@@ -228,6 +228,18 @@ pub fn run_ok(cmd: &mut Command) -> (String, String) {
     (text, err)
 }
 
+/// The JSON objects among a command's output lines (`--json`).
+pub fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// The objects of one `"type"` (`start`, `tick`, `summary`, ...).
+pub fn of_type<'a>(lines: &'a [Value], t: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|v| v["type"] == t).collect()
+}
+
 /// Runs a command and panics with its stderr on failure.
 pub fn run(cmd: &mut Command) {
     run_ok(cmd);

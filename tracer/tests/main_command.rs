@@ -14,15 +14,8 @@ use serde_json::Value;
 
 fn run_json(args: &[&str]) -> (Output, Vec<Value>) {
     let out = commitscope().args(args).output().expect("run commitscope");
-    let lines = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let lines = json_lines(&String::from_utf8_lossy(&out.stdout));
     (out, lines)
-}
-
-fn of_type<'a>(lines: &'a [Value], t: &str) -> Vec<&'a Value> {
-    lines.iter().filter(|v| v["type"] == t).collect()
 }
 
 fn check<'a>(summary: &'a Value, counter: &str) -> Option<&'a Value> {

@@ -502,13 +502,9 @@ fn trace_and_the_main_command_take_the_light_tier() {
             ])
             .arg(wd.path()),
     );
-    let v: Vec<Value> = out
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    let s = v
-        .iter()
-        .find(|x| x["type"] == "summary")
+    let v = json_lines(&out);
+    let s = *of_type(&v, "summary")
+        .first()
         .unwrap_or_else(|| panic!("no summary: {out}"));
     assert_eq!(s["header"]["legend"]["probes"], "light", "{s}");
     let txns = s["workload"]["txns"].as_u64().unwrap();

@@ -3,14 +3,16 @@
 //! probes as our exact set written as a bpftrace script, so that what
 //! trapping per commit costs anyone is measured beside what it costs us.
 use std::{
-    io::{BufRead, BufReader},
     path::Path,
     process::{Child, Command, Stdio},
 };
 
 use anyhow::{bail, Context};
 
-use crate::{bench_exporter::Scraped, util::start_trace};
+use crate::{
+    bench_exporter::Scraped,
+    util::{start_trace, until_line},
+};
 
 /// One probe set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -116,16 +118,10 @@ fn peer(script: &str) -> anyhow::Result<Attached> {
         .spawn()
         .context("cannot start bpftrace (cargo xtask setup installs it)")?;
     let out = child.stdout.take().context("stdout")?;
-    let mut lines = BufReader::new(out).lines();
-    loop {
-        match lines.next() {
-            Some(Ok(l)) if l.starts_with("Attaching") => break,
-            Some(Ok(_)) => {}
-            _ => bail!("bpftrace did not attach its probes:\n{script}"),
-        }
-    }
     // Its maps at exit are of no interest here: drained, not shown.
-    std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
+    if !until_line(out, false, |l| l.starts_with("Attaching")) {
+        bail!("bpftrace did not attach its probes:\n{script}");
+    }
     Ok(Attached::Peer(child))
 }
 

@@ -68,24 +68,43 @@ pub fn start_trace(
         .spawn()
         .context("cannot start commitscope trace")?;
     let err = child.stderr.take().context("stderr")?;
-    let mut lines = BufReader::new(err).lines();
+    if !until_line(err, true, |l| l.contains("commitscope: tracing pid")) {
+        bail!("commitscope trace did not attach");
+    }
+    Ok(child)
+}
+
+/// Reads `out` line by line until `ready` says so (each line echoed to our
+/// stderr when `echo`), then drains the rest from a thread, echoed the
+/// same way, so the child never blocks on a full pipe. False when the
+/// stream ended first.
+pub fn until_line(
+    out: impl std::io::Read + Send + 'static,
+    echo: bool,
+    mut ready: impl FnMut(&str) -> bool,
+) -> bool {
+    let mut lines = BufReader::new(out).lines();
     loop {
         match lines.next() {
             Some(Ok(l)) => {
-                eprintln!("{l}");
-                if l.contains("commitscope: tracing pid") {
+                if echo {
+                    eprintln!("{l}");
+                }
+                if ready(&l) {
                     break;
                 }
             }
-            _ => bail!("commitscope trace did not attach"),
+            _ => return false,
         }
     }
     std::thread::spawn(move || {
         for l in lines.map_while(Result::ok) {
-            eprintln!("{l}");
+            if echo {
+                eprintln!("{l}");
+            }
         }
     });
-    Ok(child)
+    true
 }
 
 /// Starts `commitscope exporter --listen 127.0.0.1:PORT ARGS` and returns
@@ -106,22 +125,15 @@ pub fn start_exporter(
         .spawn()
         .context("cannot start commitscope exporter")?;
     let err = child.stderr.take().context("stderr")?;
-    let mut lines = BufReader::new(err).lines();
     let mut waiting: Vec<u32> = pids.to_vec();
-    while !waiting.is_empty() {
-        match lines.next() {
-            Some(Ok(l)) => {
-                eprintln!("{l}");
-                waiting.retain(|p| !l.contains(&format!("attached pid {p} ")));
-            }
-            _ => bail!("commitscope exporter did not attach to {waiting:?}"),
-        }
-    }
-    std::thread::spawn(move || {
-        for l in lines.map_while(Result::ok) {
-            eprintln!("{l}");
-        }
+    // Nothing to wait for: the first line (the listening one) will do.
+    let attached = until_line(err, true, |l| {
+        waiting.retain(|p| !l.contains(&format!("attached pid {p} ")));
+        waiting.is_empty()
     });
+    if !attached {
+        bail!("commitscope exporter did not attach to {pids:?}");
+    }
     Ok(child)
 }
 
