@@ -21,6 +21,19 @@ pub fn pages(root: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// [`pages`] with their text; panics on a page that cannot be read (the
+/// suite's own files).
+pub fn read_pages(root: &Path) -> Vec<(PathBuf, String)> {
+    pages(root)
+        .into_iter()
+        .map(|p| {
+            let text =
+                std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p, text)
+        })
+        .collect()
+}
+
 /// One line of a page, for messages: `docs/trace.md:12`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct At {

@@ -12,13 +12,7 @@ fn root() -> PathBuf {
 }
 
 fn pages() -> Vec<(PathBuf, String)> {
-    let pages: Vec<_> = docs::pages(&root())
-        .into_iter()
-        .map(|p| {
-            let text = std::fs::read_to_string(&p).unwrap();
-            (p, text)
-        })
-        .collect();
+    let pages = docs::read_pages(&root());
     assert!(pages.len() > 5, "README.md and docs/*.md: {pages:?}");
     pages
 }

@@ -213,12 +213,9 @@ mod tests {
 
     fn pages() -> Vec<(String, String)> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        docs::pages(&root)
+        docs::read_pages(&root)
             .into_iter()
-            .map(|p| {
-                let text = std::fs::read_to_string(&p).unwrap();
-                (p.display().to_string(), text)
-            })
+            .map(|(p, text)| (p.display().to_string(), text))
             .collect()
     }
 

@@ -242,20 +242,16 @@ fn ident_before(b: &[char], i: usize) -> bool {
 
 /// `mod name;` declarations (not inline `mod name { ... }`).
 fn declared_modules(code: &str) -> Vec<String> {
-    let words: Vec<&str> = code
-        .split(|c: char| c.is_whitespace() || c == ';' || c == '{')
-        .collect();
     let mut out = Vec::new();
-    for (i, w) in words.iter().enumerate() {
-        if *w == "mod" {
-            if let Some(name) = words.get(i + 1) {
-                let tail = &code[code.find(&format!("mod {name}")).unwrap_or(0)..];
-                let decl = tail[4 + name.len()..].trim_start();
-                if decl.starts_with(';') && !name.is_empty() {
-                    out.push(name.to_string());
-                }
-            }
+    let mut rest = code;
+    while let Some(i) = find_word(rest, "mod") {
+        let after = rest[i + 3..].trim_start();
+        let end = after.find(|c: char| !is_ident(c)).unwrap_or(after.len());
+        let (name, tail) = after.split_at(end);
+        if !name.is_empty() && tail.trim_start().starts_with(';') {
+            out.push(name.to_string());
         }
+        rest = tail;
     }
     out
 }
@@ -491,7 +487,7 @@ mod tests {
     #[test]
     fn a_parent_and_a_child_that_import_each_other_are_a_circle() {
         let (_d, t) = tree(&[
-            ("lib.rs", "pub mod a;\npub mod b;\n"),
+            ("lib.rs", "pub mod ab {}\npub mod a;\npub mod b;\n"),
             (
                 "a/mod.rs",
                 "mod fleet;\npub struct Shared;\nfn f() { fleet::go(); }\n",
