@@ -55,10 +55,40 @@ pub enum Counter {
     /// Sum of the followers' waits (entry to return), ns: with
     /// `LeaderWaitNs`, the exact sums of the exporter's wait histograms.
     FollowerWaitNs = 13,
+    /// `--io`: block requests with data attributed to a redo sync (issued
+    /// by the syncing thread during it, or by the journal on its behalf).
+    IoReqs = 14,
+    /// Their bytes.
+    IoBytes = 15,
+    /// Cache flush requests issued on the device while a redo sync ran.
+    IoFlushes = 16,
+    /// Attributed writes with FUA (forced unit access).
+    IoFua = 17,
+    /// Device time (issue to complete) of every attributed request, ns.
+    IoDeviceNs = 18,
+    /// Attributed requests the journal thread issued.
+    IoJournalReqs = 19,
+    /// Their device time, ns (part of `IoDeviceNs`).
+    IoJournalDeviceNs = 20,
+    /// Time attributed requests spent between submission and issue
+    /// (plugged, in the scheduler), ns.
+    IoQueueNs = 21,
+    /// Every request completed on the device (anyone's): biolatency's view.
+    DevReqs = 22,
+    DevBytes = 23,
+    DevDeviceNs = 24,
+    /// Requests whose issue could not be remembered (map full).
+    IoLost = 25,
+    /// Bytes of the attributed requests the journal thread sent.
+    IoJournalBytes = 26,
+    /// Redo syncs during which no attributed request with data was
+    /// issued (a sync with nothing to write, or writes that went to the
+    /// device before it, as with O_DIRECT).
+    IoSyncsWithoutWrite = 27,
 }
 
 /// Number of `Counter` slots.
-pub const COUNTERS: u32 = 14;
+pub const COUNTERS: u32 = 28;
 
 /// Index into the `HISTS` per-CPU array.
 #[repr(u32)]
@@ -73,10 +103,14 @@ pub enum HistKind {
     LeaderWait = 2,
     /// Followers' waits.
     FollowerWait = 3,
+    /// `--io`: device time of each request attributed to a redo sync.
+    IoDevice = 4,
+    /// Device time of every request on the device.
+    DevDevice = 5,
 }
 
 /// Number of `HistKind` slots.
-pub const HISTS: u32 = 4;
+pub const HISTS: u32 = 6;
 
 /// Buckets of the batch-size histogram: 0 (a flush that carried no new
 /// request), 1 to 16 each on its own, then 17-32, 33-64, ... 2049-4096,
@@ -145,6 +179,78 @@ pub struct SyncStart {
     pub fd: u32,
     /// Non-zero when the thread was inside the redo flush function.
     pub in_flush: u32,
+    /// Non-zero when `--io` counts this sync as a redo sync in flight.
+    pub io: u32,
+    pub _pad: u32,
+    /// `IoState::data_issued` when it began.
+    pub io_issued: i64,
+}
+
+/// `--io`: the redo syncs in flight, shared by every CPU.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct IoState {
+    /// Redo syncs in flight (signed, atomically added).
+    pub inflight: i64,
+    /// Attributed requests with data issued so far.
+    pub data_issued: i64,
+}
+
+/// A block request submitted on behalf of a redo sync, not yet issued.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct IoTag {
+    /// When its bio was submitted.
+    pub ts: u64,
+    /// One of the `IO_*` flags: [`IO_JOURNAL`] when the journal sent it.
+    pub flags: u32,
+    pub _pad: u32,
+}
+
+/// A block request issued to the device, until it completes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct IoIssued {
+    pub ts: u64,
+    pub bytes: u32,
+    /// `IO_*` flags.
+    pub flags: u32,
+}
+
+/// The request is attributed to a redo sync.
+pub const IO_ATTRIBUTED: u32 = 1;
+/// ... sent by the filesystem's journal thread.
+pub const IO_JOURNAL: u32 = 2;
+/// A cache flush (no data).
+pub const IO_FLUSH: u32 = 4;
+/// A write with FUA.
+pub const IO_FUA: u32 = 8;
+
+/// Which threads write the journal for a redo sync (`IO_JOURNAL_THREADS`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JournalThreads {
+    /// None known: only the syncing thread's own requests are attributed.
+    None = 0,
+    /// ext4: `jbd2/<dev>`.
+    Jbd2 = 1,
+    /// XFS: log and CIL work in kernel workers (`kworker/...`), told
+    /// from the page-cache flusher's by the metadata flag.
+    Kworker = 2,
+}
+
+/// The op and flags of a block tracepoint's `rwbs` string (its first 4
+/// bytes): `(flush op, write op, FUA)`. A leading `F` before the op
+/// letter is a preflush; an `F` after it is FUA.
+#[inline(always)]
+pub fn rwbs_kind(rwbs: [u8; 4]) -> (bool, bool, bool) {
+    let is_op = |c: u8| matches!(c, b'W' | b'R' | b'D' | b'F' | b'E' | b'N');
+    let (op, rest) = if rwbs[0] == b'F' && is_op(rwbs[1]) {
+        (rwbs[1], rwbs[2])
+    } else {
+        (rwbs[0], rwbs[1])
+    };
+    (op == b'F', op == b'W', op == b'W' && rest == b'F')
 }
 
 /// What counts as a batch member (`DURABLE_PRED`).
@@ -225,6 +331,12 @@ pub mod globals {
     pub const DURABLE_PRED: &str = "DURABLE_PRED";
     pub const BATCH_ON_SYNC: &str = "BATCH_ON_SYNC";
     pub const ANATOMY: &str = "ANATOMY";
+    pub const IO_DEV: &str = "IO_DEV";
+    pub const IO_JOURNAL_THREADS: &str = "IO_JOURNAL_THREADS";
+    pub const ISSUE_BYTES_OFF: &str = "ISSUE_BYTES_OFF";
+    pub const ISSUE_RWBS_OFF: &str = "ISSUE_RWBS_OFF";
+    pub const COMPLETE_RWBS_OFF: &str = "COMPLETE_RWBS_OFF";
+    pub const BIO_RWBS_OFF: &str = "BIO_RWBS_OFF";
 }
 
 /// Names of the maps.
@@ -239,6 +351,7 @@ pub mod maps {
     pub const WRITE_START: &str = "WRITE_START";
     pub const FLUSH_START: &str = "FLUSH_START";
     pub const SYNC_START: &str = "SYNC_START";
+    pub const IO_STATE: &str = "IO_STATE";
 }
 
 /// Names of the programs in the object file.
@@ -272,6 +385,9 @@ pub mod programs {
     pub const SYNC_EXIT_LIBC: &str = "sync_exit_libc";
     pub const WRITE_LIBC: &str = "write_libc";
     pub const WRITEV_LIBC: &str = "writev_libc";
+    pub const IO_BIO_QUEUE: &str = "io_bio_queue";
+    pub const IO_RQ_ISSUE: &str = "io_rq_issue";
+    pub const IO_RQ_COMPLETE: &str = "io_rq_complete";
 
     /// The programs that count a call when it begins or open a call that
     /// another program closes, in the order they detach when a trace ends
@@ -334,6 +450,7 @@ mod user {
     unsafe impl aya::Pod for super::Group {}
     unsafe impl aya::Pod for super::WriteStart {}
     unsafe impl aya::Pod for super::SyncStart {}
+    unsafe impl aya::Pod for super::IoState {}
 }
 
 #[cfg(test)]
@@ -361,6 +478,23 @@ mod tests {
         }
         assert_eq!(log2_bucket(1 << 40), HIST_BUCKETS - 1);
         assert_eq!(log2_bucket(u64::MAX), HIST_BUCKETS - 1);
+    }
+
+    #[test]
+    fn rwbs_tells_flushes_writes_and_fua_apart() {
+        let k = |s: &[u8]| {
+            let mut b = [0u8; 4];
+            b[..s.len()].copy_from_slice(s);
+            rwbs_kind(b)
+        };
+        assert_eq!(k(b"FF"), (true, false, false)); // the flush machinery's
+        assert_eq!(k(b"F"), (true, false, false));
+        assert_eq!(k(b"FS"), (true, false, false));
+        assert_eq!(k(b"WS"), (false, true, false));
+        assert_eq!(k(b"WFS"), (false, true, true));
+        assert_eq!(k(b"FWFS"), (false, true, true));
+        assert_eq!(k(b"FWS"), (false, true, false));
+        assert_eq!(k(b"RA"), (false, false, false));
     }
 
     #[test]

@@ -276,6 +276,11 @@ pub struct ProbeArgs {
     /// durable, batches; the default of trace and the main command).
     #[arg(long = "probes", value_enum, value_name = "TIER")]
     pub tier: Option<crate::probes::tier::Tier>,
+    /// Under the fsync: the block requests each redo sync causes (its own
+    /// writes, the journal's, cache flushes), counted and timed on the
+    /// device under the redo log (block tracepoints).
+    #[arg(long)]
+    pub io: bool,
 }
 
 #[derive(Clone, Debug, Args)]

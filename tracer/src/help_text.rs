@@ -19,6 +19,7 @@ pub const MAIN_COLUMNS: &[(&str, &str)] = &[
     ("commits/flush", "the workload's commits per n_flush: exact whatever the probes can see"),
     ("redo_p99_us", "p99 latency of the redo log's fsync/fdatasync"),
     ("binlog_fsync", "fsync/fdatasync calls on binlog files"),
+    ("io/sync, KiB/sync, fl/sync, dev_us/syn, dev%, jnl%", "with --io: per redo sync, the block requests with data it caused and their KiB, the cache flushes, the device time, and the shares of the sync the device and the journal explain"),
 ];
 
 /// `commitscope trace`'s columns.
@@ -29,6 +30,7 @@ pub const TRACE_COLUMNS: &[(&str, &str)] = &[
     ("write/flush", "durable (or commits) per n_flush: the group-commit batching factor"),
     ("redo_fsync, redo_p50_us, redo_p99_us", "fsync/fdatasync calls on the redo log (ib_logfile*, #ib_redo*) by the server, and their latency (a log2 histogram in the kernel, interpolated)"),
     ("binlog_fsync, data_fsync", "the same for binlog files (name.NNNNNN) and data files (*.ibd, ibdata*, *.dblwr, undo*)"),
+    ("io/sync, KiB/sync, fl/sync, dev_us/syn, dev%, jnl%", "with --io: per redo sync, the block requests with data it caused and their KiB, the cache flushes, the device time, and the shares of the sync the device and the journal explain"),
 ];
 
 /// Plain-text form for clap's `after_long_help`.

@@ -60,6 +60,8 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
             .unwrap_or_else(|| crate::probes::kernel::NO_WRITE_PROBES.into()),
         fallback: plan.fallback_line().filter(|_| !light),
         anatomy: (probes.anatomy && !light).then(|| anatomy_meaning(plan)),
+        io: probes.io.as_ref().map(crate::probes::io::Place::describe),
+        io_columns: matches!(probes.io, Some(crate::probes::io::Place::Device(_))),
     }
 }
 

@@ -203,6 +203,99 @@ pub struct Interval {
     /// Leaders and followers (None without `--anatomy` or in fallback).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub anatomy: Option<Anatomy>,
+    /// `--io` on a block device: what the disk did for the redo syncs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io: Option<IoFigures>,
+}
+
+/// `--io`: the block requests the redo syncs caused over an interval, and
+/// every request on the device for comparison.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct IoFigures {
+    /// Redo syncs (fsync/fdatasync of a redo file): the divisor below.
+    pub redo_syncs: u64,
+    /// Requests with data attributed to them, and their bytes.
+    pub requests: u64,
+    pub bytes: u64,
+    /// Of those, the ones the journal thread sent, and their bytes.
+    pub journal_requests: u64,
+    pub journal_bytes: u64,
+    /// Redo syncs during which no attributed request with data was issued.
+    pub syncs_without_write: u64,
+    /// Cache flushes issued while a redo sync was in flight.
+    pub cache_flushes: u64,
+    /// Attributed writes with FUA.
+    pub fua_writes: u64,
+    pub requests_per_sync: Option<f64>,
+    pub bytes_per_sync: Option<f64>,
+    pub cache_flushes_per_sync: Option<f64>,
+    /// Device time (issue to complete) per redo sync, µs.
+    pub device_us_per_sync: Option<f64>,
+    /// Redo sync time explained by the device: its own requests and the
+    /// flushes (`device_share`), the journal's (`journal_share`), and the
+    /// rest (`other_share`: waiting for the journal to start, queueing,
+    /// CPU), each 0..1 of the time inside the redo syncs.
+    pub device_share: Option<f64>,
+    pub journal_share: Option<f64>,
+    pub other_share: Option<f64>,
+    /// Mean time inside a redo sync, µs: what the shares divide.
+    pub redo_sync_mean_us: Option<f64>,
+    /// Time attributed requests waited between submission and issue, µs
+    /// per redo sync.
+    pub queue_us_per_sync: Option<f64>,
+    /// Device time of each attributed request.
+    pub device_p50_us: Option<f64>,
+    pub device_p99_us: Option<f64>,
+    /// Every request the device completed, anyone's (biolatency's view).
+    pub all_requests: u64,
+    pub all_bytes: u64,
+    pub all_device_ns: u64,
+    pub all_p50_us: Option<f64>,
+    pub all_p99_us: Option<f64>,
+    /// Requests whose issue could not be remembered (map full).
+    pub lost: u64,
+}
+
+impl IoFigures {
+    /// The figures between two snapshots; `redo` is the redo syncs' class.
+    fn between(prev: &Snapshot, cur: &Snapshot, redo: &ClassTotals) -> Self {
+        let d = |c: Counter| cur.counter(c).saturating_sub(prev.counter(c));
+        let h =
+            |k: HistKind| LogHist(cur.hists[k as usize]).since(&LogHist(prev.hists[k as usize]));
+        let per = |v: u64| ratio(v, redo.syncs);
+        let share = |ns: u64| ratio(ns, redo.sync_ns).map(|s| s.min(1.0));
+        let (dev_ns, jnl_ns) = (d(Counter::IoDeviceNs), d(Counter::IoJournalDeviceNs));
+        let own = share(dev_ns.saturating_sub(jnl_ns));
+        let jnl = share(jnl_ns);
+        let (mine, all) = (h(HistKind::IoDevice), h(HistKind::DevDevice));
+        IoFigures {
+            redo_syncs: redo.syncs,
+            requests: d(Counter::IoReqs),
+            bytes: d(Counter::IoBytes),
+            journal_requests: d(Counter::IoJournalReqs),
+            journal_bytes: d(Counter::IoJournalBytes),
+            syncs_without_write: d(Counter::IoSyncsWithoutWrite),
+            cache_flushes: d(Counter::IoFlushes),
+            fua_writes: d(Counter::IoFua),
+            requests_per_sync: per(d(Counter::IoReqs)),
+            bytes_per_sync: per(d(Counter::IoBytes)),
+            cache_flushes_per_sync: per(d(Counter::IoFlushes)),
+            device_us_per_sync: per(dev_ns).map(|ns| ns / 1000.0),
+            device_share: own,
+            journal_share: jnl,
+            other_share: own.zip(jnl).map(|(a, b)| (1.0 - a - b).max(0.0)),
+            redo_sync_mean_us: per(redo.sync_ns).map(|ns| ns / 1000.0),
+            queue_us_per_sync: per(d(Counter::IoQueueNs)).map(|ns| ns / 1000.0),
+            device_p50_us: mine.quantile_us(0.50),
+            device_p99_us: mine.quantile_us(0.99),
+            all_requests: d(Counter::DevReqs),
+            all_bytes: d(Counter::DevBytes),
+            all_device_ns: d(Counter::DevDeviceNs),
+            all_p50_us: all.quantile_us(0.50),
+            all_p99_us: all.quantile_us(0.99),
+            lost: d(Counter::IoLost),
+        }
+    }
 }
 
 /// How to read a snapshot pair: which counters feed which column.
@@ -227,6 +320,8 @@ pub struct Columns {
     /// The server's write calls are counted (not by light on the C
     /// library alone).
     pub writes: bool,
+    /// `--io` on a block device: the block requests are counted.
+    pub io: bool,
 }
 
 impl Columns {
@@ -242,6 +337,7 @@ impl Columns {
                 anatomy: false,
                 per_commit: true,
                 writes: true,
+                io: false,
             },
             WriteProbe::ServerLayer { .. } => Columns {
                 requests: Source::AllCalls,
@@ -252,6 +348,7 @@ impl Columns {
                 anatomy: false,
                 per_commit: true,
                 writes: true,
+                io: false,
             },
         }
     }
@@ -277,6 +374,7 @@ impl Columns {
         c.flush_timed = c.has_flush_fn && plan.flush.as_ref().is_some_and(|f| f.out_of_line);
         c.unknown_sites = c.durable.is_some() && plan.unknown_sites() > 0;
         c.writes = probes.kernel.write_probes.is_some();
+        c.io = matches!(probes.io, Some(crate::probes::io::Place::Device(_)));
         c
     }
 }
@@ -321,6 +419,7 @@ impl Interval {
         let d = |c: Counter| cur.counter(c).saturating_sub(prev.counter(c));
         let ds = |s| cur.source(s).saturating_sub(prev.source(s));
         let redo = by_class(prev, cur, fds, FileClass::Redo);
+        let io = cols.io.then(|| IoFigures::between(prev, cur, &redo));
         let n_write = if cols.per_commit {
             ds(cols.requests)
         } else {
@@ -382,6 +481,7 @@ impl Interval {
                     leader_sync_share: ratio(d(Counter::LeaderSyncNs), d(Counter::LeaderWaitNs)),
                 }
             }),
+            io,
         }
     }
 }
@@ -622,6 +722,7 @@ pub fn test_interval(durable: Option<u64>, inside: Option<u64>) -> Interval {
         lost_events: 0,
         batch: Default::default(),
         anatomy: None,
+        io: None,
     }
 }
 

@@ -46,6 +46,7 @@ pub fn target(args: &TraceArgs) -> Result<Target> {
         // Free where the return probe is attached anyway.
         anatomy: !args.no_write_timing,
         tier: args.probes.tier_or(crate::probes::tier::Tier::Exact),
+        io: args.probes.io,
     })
 }
 

@@ -69,6 +69,7 @@ pub fn run(args: &ProbesArgs) -> Result<()> {
         write_timing: true,
         anatomy: false,
         tier: args.probes.tier_or(crate::probes::tier::Tier::Exact),
+        io: false,
     })?;
     let seconds = t0.elapsed().as_secs_f64();
     let mut points: Vec<Point> = plan

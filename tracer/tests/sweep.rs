@@ -604,3 +604,86 @@ fn dry_run_validates_and_lists_the_cells() {
     assert!(!out.path().join("cells.jsonl").exists());
     assert_clean(wd.path());
 }
+
+/// `report` on cells recorded with `--io`: the second table splits each
+/// cell's redo fsync into device / journal / other, the CSV carries the
+/// same, and `fsync_split.svg` draws one stacked bar per cell. Cells
+/// without `--io` (an older sweep) get neither table nor chart.
+#[test]
+fn report_splits_the_fsync_of_io_cells_in_a_table_and_a_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("sweep.json"),
+        r#"{"workload":"update","duration_s":10.0,"warmup_s":2.0,"workload_flags":"","server":"test"}"#,
+    )
+    .unwrap();
+    let mut lines = String::new();
+    for (method, dev, jnl, other) in [
+        ("fsync", 300.0, 120.0, 80.0),
+        ("O_DIRECT", 150.0, 0.0, 40.0),
+    ] {
+        let v = serde_json::json!({
+            "key": format!("threads=8 innodb_flush_method={method}"),
+            "threads": 8,
+            "settings": [{"name": "innodb_flush_method", "value": method}],
+            "finished_at": 0, "wall_s": 12.0, "measured_s": 10.0,
+            "tps": 1000.0, "commits": 10000, "commits_per_flush": 1.5,
+            "n_write": null, "n_flush": null, "write_per_flush": null,
+            "redo_fsync": null, "redo_fsync_p99_us": 900.0,
+            "latency_p50_us": 100, "latency_p99_us": 900, "errors": 0,
+            "io": {"requests_per_sync": 1.25, "kib_per_sync": 6.5,
+                   "cache_flushes_per_sync": 1.0, "device_us": dev,
+                   "journal_us": jnl, "other_us": other}
+        });
+        lines.push_str(&format!("{v}\n"));
+    }
+    std::fs::write(dir.path().join("cells.jsonl"), lines).unwrap();
+    let (table, _) = run_ok(commitscope().arg("report").arg(dir.path()));
+    assert!(
+        table.contains("redo fsync under the hood (--io)"),
+        "{table}"
+    );
+    assert!(
+        table.contains("| 8 | 300 / 120 / 80 [1.25, 6.5] | 150 / 0 / 40 [1.25, 6.5] |"),
+        "{table}"
+    );
+    let csv = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    let at = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+    assert_eq!(at("fsync_device_us"), "300.00", "{csv}");
+    assert_eq!(at("fsync_journal_us"), "120.00", "{csv}");
+    assert_eq!(at("io_requests_per_sync"), "1.25", "{csv}");
+    let svg = std::fs::read_to_string(dir.path().join("fsync_split.svg")).unwrap();
+    for text in [
+        "mean redo fsync (µs)",
+        "journal",
+        "device",
+        "8 thr flush_method=O_DIRECT",
+    ] {
+        assert!(svg.contains(text), "no {text:?} in the chart");
+    }
+    // Three parts per cell: six filled bars (and three legend swatches).
+    assert!(svg.matches("<rect").count() >= 9, "{svg}");
+
+    // The same cells without --io: no split table, no split chart.
+    let plain = std::fs::read_to_string(dir.path().join("cells.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().remove("io");
+            format!("{v}\n")
+        })
+        .collect::<String>();
+    let dir2 = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        dir.path().join("sweep.json"),
+        dir2.path().join("sweep.json"),
+    )
+    .unwrap();
+    std::fs::write(dir2.path().join("cells.jsonl"), plain).unwrap();
+    let (table, _) = run_ok(commitscope().arg("report").arg(dir2.path()));
+    assert!(!table.contains("under the hood"), "{table}");
+    assert!(!dir2.path().join("fsync_split.svg").exists());
+}

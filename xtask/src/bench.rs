@@ -61,8 +61,9 @@ pub enum Which {
         #[arg(long, conflicts_with_all = ["anatomy", "arms"])]
         exporter: bool,
         /// The probe sets to alternate with untraced windows, each in its
-        /// turn in every round: trace, light, exporter, exporter-exact,
-        /// bpftrace (our exact set as a bpftrace script, the peer).
+        /// turn in every round: trace, trace-io, light, exporter,
+        /// exporter-no-windows, exporter-exact, bpftrace (our exact set as
+        /// a bpftrace script, the peer).
         #[arg(long, value_enum, value_delimiter = ',', default_value = "trace")]
         arms: Vec<crate::bench_arms::Arm>,
     },
@@ -530,7 +531,7 @@ fn overhead(
     arms: &[Arm],
 ) -> anyhow::Result<()> {
     if arms.is_empty() {
-        bail!("--arms is empty: name at least one of trace, light, exporter, exporter-exact, bpftrace");
+        bail!("--arms is empty: name at least one of trace, trace-io, light, exporter, exporter-no-windows, exporter-exact, bpftrace");
     }
     let cs = commitscope_release()?;
     let bin = match mysqld {
@@ -662,6 +663,27 @@ fn overhead(
             };
             println!(
                 "ours (trace) minus bpftrace, ratio per round: mean {:+.4}, 95 % CI [{:+.4}, {:+.4}]: {call}",
+                c.mean, c.lo, c.hi
+            );
+        }
+    }
+    // `--io` against the exact set it adds to, round by round.
+    if let (Some(o), Some(p)) = (at(Arm::TraceIo), at(Arm::Trace)) {
+        let rel: Vec<f64> = ratios[o]
+            .iter()
+            .zip(&ratios[p])
+            .map(|(a, b)| a / b)
+            .collect();
+        if let Some(c) = crate::util::mean_ci95(&rel) {
+            let call = if c.lo >= 0.98 {
+                "bar met (>= 0.98)"
+            } else if c.hi < 0.98 {
+                "bar missed (< 0.98)"
+            } else {
+                "not resolved at this noise: rerun with more --pairs"
+            };
+            println!(
+                "trace --io over trace, ratio per round: mean {:.4}, 95 % CI [{:.4}, {:.4}]: {call}",
                 c.mean, c.lo, c.hi
             );
         }

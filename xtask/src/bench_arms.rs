@@ -20,12 +20,19 @@ pub enum Arm {
     /// `trace`, the main command's exact set: the write probe counts, the
     /// workload times the commits (with --anatomy: the return probe too).
     Trace,
+    /// `trace --io`: the exact set plus the block tracepoints under the
+    /// redo fsyncs (its bar: against `trace` in the same rounds).
+    TraceIo,
     /// `trace --probes light`: per flush only, commits by the counter.
     Light,
     /// The exporter as it runs by default: light probes, and exact
     /// windows for 1/30 of the time (10 s every 300 s there; 0.1 s every
     /// 3 s here, so each measured window holds one), scraped every second.
     Exporter,
+    /// The exporter's light probes, scrapes and commit counter with no
+    /// scheduled window (`--window-every 0`): what the windows add is the
+    /// difference from `exporter` in the same run.
+    ExporterNoWindows,
     /// The exporter with `--probes exact`.
     ExporterExact,
     /// bpftrace with the probes of our exact set.
@@ -36,8 +43,10 @@ impl Arm {
     pub fn name(self) -> &'static str {
         match self {
             Arm::Trace => "trace (exact)",
+            Arm::TraceIo => "trace --io",
             Arm::Light => "trace --probes light",
             Arm::Exporter => "exporter (light + windows)",
+            Arm::ExporterNoWindows => "exporter --window-every 0",
             Arm::ExporterExact => "exporter --probes exact",
             Arm::Bpftrace => "bpftrace (our exact set)",
         }
@@ -48,8 +57,8 @@ impl Arm {
         match self {
             Arm::Trace if anatomy => Some(0.95),
             Arm::Trace | Arm::ExporterExact => Some(0.98),
-            Arm::Light | Arm::Exporter => Some(0.99),
-            Arm::Bpftrace => None,
+            Arm::Light | Arm::Exporter | Arm::ExporterNoWindows => Some(0.99),
+            Arm::Bpftrace | Arm::TraceIo => None,
         }
     }
 }
@@ -94,11 +103,17 @@ pub fn attach(
     match arm {
         Arm::Trace if anatomy => trace(&["--json"]),
         Arm::Trace => trace(&["--json", "--no-write-timing"]),
+        Arm::TraceIo => trace(&["--json", "--no-write-timing", "--io"]),
         Arm::Light => trace(&["--json", "--probes", "light"]),
         Arm::Exporter => Ok(Attached::Ours(Scraped::start(
             cs,
             pid,
             &["--window", "0.1", "--window-every", "3"],
+        )?)),
+        Arm::ExporterNoWindows => Ok(Attached::Ours(Scraped::start(
+            cs,
+            pid,
+            &["--window-every", "0"],
         )?)),
         Arm::ExporterExact => Ok(Attached::Ours(Scraped::start(
             cs,

@@ -53,6 +53,10 @@ const APT: &[&str] = &[
     // The peer that the 10.5 fixture's exact counts are checked against
     // (the same uprobes, written as a bpftrace script).
     "bpftrace",
+    // `--io` (issue 34): the loop-mounted filesystems its tests put the
+    // datadir on (ext4's mkfs is in every Debian; XFS's is not).
+    "e2fsprogs",
+    "xfsprogs",
 ];
 
 /// The static binary's target (`cargo xtask dist`).

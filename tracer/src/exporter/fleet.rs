@@ -373,6 +373,7 @@ pub fn attach(
         write_timing: opts.anatomy || !opts.tier.per_commit(),
         anatomy: opts.anatomy || !opts.tier.per_commit(),
         tier: opts.tier,
+        io: false,
     };
     let plan = Plan::new(&target)?;
     let probes = Probes::attach(&target, plan)?;

@@ -185,6 +185,11 @@ pub fn run(args: ExporterArgs) -> Result<()> {
             args.window_every, args.window
         )));
     }
+    if args.probes.io {
+        return Err(Error::Usage(
+            "--io is for trace, the main command and sweep, not the exporter: run `commitscope trace --io --pid PID` beside it".into(),
+        ));
+    }
     let tier = args.probes.tier_or(crate::probes::tier::Tier::Light);
     let opts = AttachOptions {
         debug_root: args.probes.debug_dir.clone(),

@@ -149,6 +149,7 @@ mod tests {
             anatomy: true,
             per_commit: true,
             writes: true,
+            io: false,
         }
     }
 

@@ -13,7 +13,7 @@ use aya::{
 use tracer_ebpf::{globals as g, maps, programs as prog, BatchMember};
 
 use super::{
-    clock, ebpf_log,
+    clock, ebpf_log, io,
     kernel::{self, KernelAttach},
     plan::{site_readable, Plan, Target, WriteProbe},
     profiles::{Pred, Source},
@@ -64,6 +64,8 @@ pub struct Probes {
     /// CLOCK_MONOTONIC when every probe was in place: calls begun earlier
     /// may have no return probe to close them (see `settle`).
     pub(super) attached_at_ns: u64,
+    /// `--io`: where the redo log is (None without `--io`).
+    pub io: Option<io::Place>,
 }
 
 fn set_pred<'a>(l: &mut EbpfLoader<'a>, names: [&'a str; 4], p: &'a Pred, op: &'a u32) {
@@ -71,6 +73,21 @@ fn set_pred<'a>(l: &mut EbpfLoader<'a>, names: [&'a str; 4], p: &'a Pred, op: &'
         .override_global(names[1], op, true)
         .override_global(names[2], &p.mask, true)
         .override_global(names[3], &p.value, true);
+}
+
+/// `--io`: where the redo log of `pid` is. The server has it open from
+/// its start; a server that has none open yet is an error, said plainly.
+fn io_place(pid: u32) -> Result<io::Place> {
+    let err = |detail: String| Error::Attach {
+        what: "--io: the device under the redo log".into(),
+        detail,
+    };
+    let path = io::redo_path(pid).ok_or_else(|| {
+        err(format!(
+            "neither server {pid}'s redo log (ib_logfile*, #ib_redo*) nor its datadir can be read from /proc"
+        ))
+    })?;
+    io::locate(&path).map_err(err)
 }
 
 /// The write probes of an exact window: the program and link of each, so
@@ -160,8 +177,36 @@ impl Probes {
         let anatomy = u32::from(
             target.anatomy && target.write_timing && matches!(plan.write, WriteProbe::Exact { .. }),
         );
+        let io_place = if target.io {
+            Some(io_place(target.pid)?)
+        } else {
+            None
+        };
+        if matches!(io_place, Some(io::Place::Device(_))) {
+            kernel::ensure_tracefs()?;
+        }
+        let io_cfg = match &io_place {
+            Some(io::Place::Device(d)) => Some((
+                d.trace_dev(),
+                d.journal as u32,
+                io::layout(Path::new(kernel::TRACEFS)).map_err(|detail| Error::Attach {
+                    what: "--io: the block tracepoints".into(),
+                    detail,
+                })?,
+            )),
+            _ => None,
+        };
         let mut loader = EbpfLoader::new();
         loader.override_global(g::TARGET_TGID, &target.pid, true);
+        if let Some((dev, journal, layout)) = &io_cfg {
+            loader
+                .override_global(g::IO_DEV, dev, true)
+                .override_global(g::IO_JOURNAL_THREADS, journal, true)
+                .override_global(g::ISSUE_BYTES_OFF, &layout.issue_bytes, true)
+                .override_global(g::ISSUE_RWBS_OFF, &layout.issue_rwbs, true)
+                .override_global(g::COMPLETE_RWBS_OFF, &layout.complete_rwbs, true)
+                .override_global(g::BIO_RWBS_OFF, &layout.bio_rwbs, true);
+        }
         let write_timing = u32::from(target.write_timing);
         loader.override_global(g::WRITE_TIMING, &write_timing, true);
         loader.override_global(g::DURABLE_PRED, &member, true);
@@ -211,6 +256,9 @@ impl Probes {
         // missed: n_flush one above the redo syncs inside flushes in about
         // one trace in six here.
         let kernel = kernel::attach(&mut ebpf, target.fsync_probe, pid, target.tier)?;
+        if io_cfg.is_some() {
+            kernel::attach_block(&mut ebpf)?;
+        }
         if target.tier.per_commit() {
             attach_writes(
                 &mut ebpf,
@@ -254,6 +302,7 @@ impl Probes {
             redo_fds: Vec::new(),
             redo_checked: None,
             attached_at_ns: clock::monotonic_ns(),
+            io: io_place,
         };
         p.refresh_redo_fds();
         Ok(p)
@@ -325,7 +374,9 @@ impl Probes {
     /// second: a server may hold thousands of fds.
     pub fn refresh_redo_fds(&mut self) {
         let pid = self.pid;
-        if self.plan.flush.is_some()
+        // With `--io` the kernel asks at every sync whether it is a redo
+        // sync, flush function or not.
+        if (self.plan.flush.is_some() && self.io.is_none())
             || self
                 .redo_checked
                 .is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(1))

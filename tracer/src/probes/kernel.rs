@@ -57,9 +57,12 @@ pub struct KernelAttach {
     pub libc: Option<super::libc::LibcAttach>,
 }
 
+/// Where tracefs is mounted (by [`ensure_tracefs`] if it was not).
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
 /// Mounts tracefs if needed: syscall tracepoints live there.
 pub fn ensure_tracefs() -> Result<()> {
-    let dir = Path::new("/sys/kernel/tracing");
+    let dir = Path::new(TRACEFS);
     if dir.join("events").is_dir() {
         return Ok(());
     }
@@ -248,6 +251,26 @@ fn tracepoint<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut TracePoint> 
         .map_err(|e| attach_err(format!("{e}")))?;
     p.load().map_err(|e| attach_err(format!("{e}")))?;
     Ok(p)
+}
+
+/// `--io`: the block layer's submit, issue and complete tracepoints. They
+/// fire per block request, not per syscall: other processes' syscalls
+/// stay on the fast path.
+pub fn attach_block(ebpf: &mut Ebpf) -> Result<()> {
+    ensure_tracefs()?;
+    for (prog_name, event) in [
+        (prog::IO_BIO_QUEUE, "block_bio_queue"),
+        (prog::IO_RQ_ISSUE, "block_rq_issue"),
+        (prog::IO_RQ_COMPLETE, "block_rq_complete"),
+    ] {
+        tracepoint(ebpf, prog_name)?
+            .attach("block", event)
+            .map_err(|e| Error::Attach {
+                what: format!("tracepoint block/{event}"),
+                detail: e.to_string(),
+            })?;
+    }
+    Ok(())
 }
 
 fn attach_tracepoints(ebpf: &mut Ebpf, prog_name: &str, exit: bool) -> Result<()> {

@@ -9,6 +9,7 @@ pub mod debuginfod;
 pub mod dwarf;
 pub mod ebpf_log;
 pub mod fsync_choice;
+pub mod io;
 pub mod kernel;
 pub mod libc;
 pub mod plan;

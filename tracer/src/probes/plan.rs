@@ -33,6 +33,8 @@ pub struct Target {
     /// ([`Probes::open_window`]); `write_timing` and `anatomy` then say
     /// what a window attaches.
     pub tier: Tier,
+    /// `--io`: time the block requests each redo sync causes.
+    pub io: bool,
 }
 
 /// How the write probe was placed.

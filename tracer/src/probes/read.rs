@@ -1,7 +1,7 @@
 //! Reading the maps: every counter, fd and histogram once, as a
 //! [`Snapshot`]; the fd keys alone, for naming them; the programs' log.
 use aya::maps::{PerCpuArray, PerCpuHashMap};
-use tracer_ebpf::{maps, BatchHist, FdStats, HistKind};
+use tracer_ebpf::{maps, BatchHist, FdStats};
 
 use super::{attach::Probes, snapshot::Snapshot};
 use crate::error::{Error, Result};
@@ -97,15 +97,10 @@ impl Probes {
                 .ok_or_else(|| missing(maps::HISTS))?,
         )
         .map_err(map_err(maps::HISTS))?;
-        for kind in [
-            HistKind::WriteWait,
-            HistKind::Flush,
-            HistKind::LeaderWait,
-            HistKind::FollowerWait,
-        ] {
+        for (kind, out) in snap.hists.iter_mut().enumerate() {
             let v = hists.get(&(kind as u32), 0).map_err(map_err(maps::HISTS))?;
             for h in v.iter() {
-                for (acc, b) in snap.hists[kind as usize].iter_mut().zip(h.buckets) {
+                for (acc, b) in out.iter_mut().zip(h.buckets) {
                     *acc += b;
                 }
             }

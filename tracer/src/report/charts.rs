@@ -1,6 +1,7 @@
 //! The sweep's charts as SVG (plotters): throughput, commits per redo
 //! flush, redo fsync p99 and batch size (p50 and p99), each against
-//! threads, one line per setting (two for the batch sizes).
+//! threads, one line per setting (two for the batch sizes); with `--io`,
+//! each cell's redo fsync split into device, journal and other.
 //! SVG keeps the text as text: any viewer's fonts render it.
 use std::path::{Path, PathBuf};
 
@@ -97,7 +98,107 @@ pub fn write_all(dir: &Path, g: &Grid, workload: &str) -> Result<Vec<PathBuf>> {
         crate::outfile::write(&path, svg.as_bytes())?;
         out.push(path);
     }
+    let bars = split_bars(g);
+    if !bars.is_empty() {
+        let path = dir.join("fsync_split.svg");
+        let mut svg = String::new();
+        draw_split(&mut svg, workload, &bars).map_err(draw_err(&path))?;
+        crate::outfile::write(&path, svg.as_bytes())?;
+        out.push(path);
+    }
     Ok(out)
+}
+
+/// One cell's bar: its label and mean redo fsync µs split into device,
+/// journal and other.
+type Bar = (String, [f64; 3]);
+
+/// The `--io` cells in table order (none without `--io`).
+fn split_bars(g: &Grid) -> Vec<Bar> {
+    let mut out = Vec::new();
+    for &row in &g.rows {
+        for (ci, col) in g.columns.iter().enumerate() {
+            let Some(io) = g.get(row, ci).and_then(|r| r.io.as_ref()) else {
+                continue;
+            };
+            let v = |x: Option<f64>| x.unwrap_or(0.0);
+            out.push((
+                format!("{} thr {col}", row.1),
+                [v(io.device_us), v(io.journal_us), v(io.other_us)],
+            ));
+        }
+    }
+    out
+}
+
+/// `fsync_split.svg`: a stacked bar per cell — device, journal, other —
+/// so that flush methods, filesystems or disks compare side by side.
+fn draw_split(svg: &mut String, workload: &str, bars: &[Bar]) -> std::result::Result<(), String> {
+    let e = |e: &dyn std::fmt::Display| e.to_string();
+    let root = SVGBackend::with_string(svg, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let top = bars
+        .iter()
+        .map(|(_, p)| p.iter().sum::<f64>())
+        .fold(0.0, f64::max)
+        .max(1.0)
+        * 1.45; // headroom for the legend above the tallest bar
+    let n = bars.len() as f64;
+    let mut c = ChartBuilder::on(&root)
+        .caption(
+            format!("{workload}: what a redo fsync waits for, per cell"),
+            ("sans-serif", 26),
+        )
+        .margin(24)
+        .x_label_area_size(90)
+        .y_label_area_size(90)
+        .build_cartesian_2d(-0.5..n - 0.5, 0f64..top)
+        .map_err(|x| e(&x))?;
+    let label = |x: &f64| {
+        let i = x.round();
+        if (x - i).abs() < 0.01 && i >= 0.0 {
+            bars.get(i as usize)
+                .map(|b| b.0.clone())
+                .unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    c.configure_mesh()
+        .disable_x_mesh()
+        .x_labels(bars.len())
+        .x_label_formatter(&label)
+        .x_desc("cell (threads, settings)")
+        .y_desc("mean redo fsync (µs)")
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .axis_desc_style(("sans-serif", 20))
+        .label_style(("sans-serif", 13))
+        .draw()
+        .map_err(|x| e(&x))?;
+    let parts = [
+        "device (its own requests, cache flushes)",
+        "journal",
+        "other (journal wait, queueing, CPU)",
+    ];
+    for (k, name) in parts.iter().enumerate() {
+        let color = Palette99::pick(k).to_rgba();
+        c.draw_series(bars.iter().enumerate().map(|(i, (_, p))| {
+            let base: f64 = p[..k].iter().sum();
+            let x = i as f64;
+            Rectangle::new([(x - 0.35, base), (x + 0.35, base + p[k])], color.filled())
+        }))
+        .map_err(|x| e(&x))?
+        .label(*name)
+        .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], color.filled()));
+    }
+    c.configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 18))
+        .draw()
+        .map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))
 }
 
 fn draw(

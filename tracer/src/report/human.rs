@@ -14,6 +14,8 @@ pub struct Human<W: Write> {
     fallback: bool,
     /// Leaders and followers columns.
     anatomy: bool,
+    /// `--io` columns.
+    io: bool,
 }
 
 impl<W: Write> Human<W> {
@@ -23,6 +25,7 @@ impl<W: Write> Human<W> {
             lines: 0,
             fallback: false,
             anatomy: false,
+            io: false,
         }
     }
 }
@@ -71,6 +74,79 @@ pub(crate) fn anatomy_cells(a: Option<&crate::sample::Anatomy>) -> String {
             opt_f(a.follower_wait_p99_us.or(a.leader_wait_p99_us), 0)
         )
     })
+}
+
+/// The header of [`io_cells`], or nothing without `--io` on a device.
+pub(crate) fn io_header(on: bool) -> String {
+    if on {
+        format!(
+            "  {:>7}  {:>8}  {:>7}  {:>10}  {:>5}  {:>5}",
+            "io/sync", "KiB/sync", "fl/sync", "dev_us/syn", "dev%", "jnl%"
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// Per redo sync: attributed requests, KiB, cache flushes, device time,
+/// and the shares of the sync the device and the journal explain.
+pub(crate) fn io_cells(io: Option<&crate::sample::IoFigures>) -> String {
+    io.map_or_else(String::new, |io| {
+        format!(
+            "  {:>7}  {:>8}  {:>7}  {:>10}  {:>5}  {:>5}",
+            opt_f(io.requests_per_sync, 2),
+            opt_f(io.bytes_per_sync.map(|b| b / 1024.0), 1),
+            opt_f(io.cache_flushes_per_sync, 2),
+            opt_f(io.device_us_per_sync, 0),
+            opt_f(io.device_share.map(|s| s * 100.0), 0),
+            opt_f(io.journal_share.map(|s| s * 100.0), 0)
+        )
+    })
+}
+
+/// The summary's block for `--io`: per redo sync, what the device did.
+fn io_block(out: &mut impl Write, t: &Interval) {
+    let Some(io) = &t.io else { return };
+    let pct = |s: Option<f64>| opt_f(s.map(|s| s * 100.0), 0);
+    let _ = writeln!(
+        out,
+        "io per redo sync ({} syncs, {} without a write): {} requests ({} by the journal), {} KiB, {} cache flushes, {} FUA writes",
+        io.redo_syncs,
+        io.syncs_without_write,
+        opt_f(io.requests_per_sync, 2),
+        io.journal_requests,
+        opt_f(io.bytes_per_sync.map(|b| b / 1024.0), 1),
+        opt_f(io.cache_flushes_per_sync, 2),
+        io.fua_writes
+    );
+    let _ = writeln!(
+        out,
+        "  device time {} us per sync (request p50 {} us, p99 {} us); queued before issue {} us",
+        opt_f(io.device_us_per_sync, 0),
+        opt_f(io.device_p50_us, 0),
+        opt_f(io.device_p99_us, 0),
+        opt_f(io.queue_us_per_sync, 0)
+    );
+    let _ = writeln!(
+        out,
+        "  of the redo sync time: device {} %, journal {} %, other {} % (waiting for the journal, queueing, CPU)",
+        pct(io.device_share),
+        pct(io.journal_share),
+        pct(io.other_share)
+    );
+    let _ = writeln!(
+        out,
+        "  the whole device: {} requests, {} KiB, p50 {} us, p99 {} us{}",
+        io.all_requests,
+        io.all_bytes / 1024,
+        opt_f(io.all_p50_us, 0),
+        opt_f(io.all_p99_us, 0),
+        if io.lost > 0 {
+            format!("; {} requests not timed (map full)", io.lost)
+        } else {
+            String::new()
+        }
+    );
 }
 
 /// The summary's group-commit block: batch sizes per flush, then leaders
@@ -139,7 +215,7 @@ impl<W: Write> Human<W> {
         let nw = if self.fallback { "commits" } else { "n_write" };
         let _ = writeln!(
             self.out,
-            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}  {:>9}  {:>9}{}",
+            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}  {:>9}  {:>9}{}{}",
             "time",
             nw,
             "durable",
@@ -152,7 +228,8 @@ impl<W: Write> Human<W> {
             "data_fsync",
             "p50_batch",
             "p99_batch",
-            anatomy_header(self.anatomy)
+            anatomy_header(self.anatomy),
+            io_header(self.io)
         );
     }
 }
@@ -162,6 +239,7 @@ impl<W: Write> Sink for Human<W> {
         let light = !l.probes.per_commit();
         self.fallback = l.fallback.is_some() || light;
         self.anatomy = l.anatomy.is_some();
+        self.io = l.io_columns;
         let server = l.server.as_deref().unwrap_or("server version unknown");
         let _ = writeln!(
             self.out,
@@ -181,6 +259,9 @@ impl<W: Write> Sink for Human<W> {
             l.fsync_probe,
             l.symbol_source
         );
+        if let Some(io) = &l.io {
+            let _ = writeln!(self.out, "# {io}");
+        }
     }
 
     fn interval(&mut self, at: SystemTime, i: &Interval) {
@@ -190,7 +271,7 @@ impl<W: Write> Sink for Human<W> {
         self.lines += 1;
         let _ = writeln!(
             self.out,
-            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}  {:>9}  {:>9}{}",
+            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}  {:>9}  {:>9}{}{}",
             clock(at),
             i.n_write,
             durable_cell(i),
@@ -203,7 +284,8 @@ impl<W: Write> Sink for Human<W> {
             i.data_fsync,
             opt_u(i.batch.p50),
             opt_u(i.batch.p99),
-            anatomy_cells(i.anatomy.as_ref())
+            anatomy_cells(i.anatomy.as_ref()),
+            io_cells(i.io.as_ref())
         );
         let _ = self.out.flush();
     }
@@ -320,6 +402,7 @@ pub fn probe_totals(out: &mut impl Write, l: &Legend, t: &Interval) {
         );
     }
     anatomy_block(out, l, t);
+    io_block(out, t);
 }
 
 #[cfg(test)]
@@ -351,6 +434,8 @@ mod tests {
             fallback: fallback.then(|| "log_write_up_to not found".into()),
             anatomy: None,
             probes: crate::probes::tier::Tier::Exact,
+            io: None,
+            io_columns: false,
         }
     }
 

@@ -4,7 +4,9 @@
 use std::{io::Write, time::SystemTime};
 
 use super::{
-    human::{anatomy_cells, anatomy_header, clock, opt_f, opt_u, probe_totals},
+    human::{
+        anatomy_cells, anatomy_header, clock, io_cells, io_header, opt_f, opt_u, probe_totals,
+    },
     records::{RunHeader, RunSink, RunSummary},
 };
 use crate::sample::Joined;
@@ -15,6 +17,8 @@ pub struct Live<W: Write> {
     fallback: bool,
     /// Leaders and followers columns (`--anatomy`).
     anatomy: bool,
+    /// `--io` columns.
+    io: bool,
     /// TPC-C ticks print tpcc-mysql's interval lines instead of the table.
     tpcc: workload::report::IntervalLines,
 }
@@ -26,6 +30,7 @@ impl<W: Write> Live<W> {
             lines: 0,
             fallback: false,
             anatomy: false,
+            io: false,
             tpcc: Default::default(),
         }
     }
@@ -33,7 +38,7 @@ impl<W: Write> Live<W> {
     fn header(&mut self) {
         let _ = writeln!(
             self.out,
-            "{:<8}  {:>9}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}",
+            "{:<8}  {:>9}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}{}",
             "time",
             "tps",
             "p99_ms",
@@ -49,7 +54,8 @@ impl<W: Write> Live<W> {
             "binlog_fsync",
             "p50_batch",
             "p99_batch",
-            anatomy_header(self.anatomy)
+            anatomy_header(self.anatomy),
+            io_header(self.io)
         );
     }
 }
@@ -94,6 +100,7 @@ impl<W: Write> RunSink for Live<W> {
             .as_ref()
             .is_some_and(|l| l.fallback.is_some() || !l.probes.per_commit());
         self.anatomy = h.legend.as_ref().is_some_and(|l| l.anatomy.is_some());
+        self.io = h.legend.as_ref().is_some_and(|l| l.io_columns);
         let _ = writeln!(
             self.out,
             "# server: {}{}",
@@ -131,6 +138,9 @@ impl<W: Write> RunSink for Live<W> {
                     l.fsync_probe,
                     l.probes
                 );
+                if let Some(io) = &l.io {
+                    let _ = writeln!(self.out, "# {io}");
+                }
             }
             None => {
                 let _ = writeln!(self.out, "# untraced: probe columns are '-'");
@@ -168,7 +178,7 @@ impl<W: Write> RunSink for Live<W> {
         };
         let _ = writeln!(
             self.out,
-            "{:<8}  {:>9.1}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}{}",
+            "{:<8}  {:>9.1}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}{}{}",
             clock(at),
             w.tps,
             ms(w.latency.p99_us),
@@ -181,6 +191,7 @@ impl<W: Write> RunSink for Live<W> {
             opt_u(t.and_then(|t| t.batch.p50)),
             opt_u(t.and_then(|t| t.batch.p99)),
             anatomy_cells(t.and_then(|t| t.anatomy.as_ref())),
+            io_cells(t.and_then(|t| t.io.as_ref())),
             match (j.stalled_s, w.warmup) {
                 (Some(s), _) => format!("  (stalled: no commit for {s:.0} s)"),
                 (None, true) => "  (warmup)".to_string(),

@@ -75,6 +75,13 @@ pub struct Legend {
     pub anatomy: Option<String>,
     /// The probe tier: light counts n_write by the server's counter.
     pub probes: crate::probes::tier::Tier,
+    /// `--io`: the device and filesystem under the redo log and what is
+    /// attributed, or why nothing is (None without `--io`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io: Option<String>,
+    /// ... and its requests are counted: the `--io` columns are shown.
+    #[serde(skip)]
+    pub io_columns: bool,
 }
 
 /// The end-of-run record.

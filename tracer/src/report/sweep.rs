@@ -81,10 +81,56 @@ pub fn markdown(meta: &Meta, g: &Grid) -> String {
         }
         s.push('\n');
     }
+    io_table(&mut s, g);
     s
 }
 
-const CSV_HEADER: &str = "workload,warehouses,threads,settings,tps,tpmc,commits,commits_per_flush,n_write,n_flush,write_per_flush,redo_fsync,redo_fsync_p99_us,batch_p50,batch_p99,latency_p50_us,latency_p99_us,errors,measured_s,rows,rows_elapsed_s,key";
+/// With `--io`: a second table, each cell's mean redo fsync split into
+/// device / journal / other µs and the requests and KiB per sync.
+fn io_table(s: &mut String, g: &Grid) {
+    let cells = || {
+        g.rows
+            .iter()
+            .flat_map(|&row| (0..g.columns.len()).map(move |ci| (row, ci)))
+    };
+    if !cells().any(|(row, ci)| g.get(row, ci).is_some_and(|r| r.io.is_some())) {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nredo fsync under the hood (--io), each cell: device / journal / other µs per redo sync [requests, KiB per sync]\n"
+    );
+    let _ = write!(s, "| threads |");
+    for c in &g.columns {
+        let _ = write!(s, " {c} |");
+    }
+    let _ = write!(s, "\n|---:|");
+    for _ in &g.columns {
+        let _ = write!(s, "---:|");
+    }
+    s.push('\n');
+    let f = |v: Option<f64>, p: usize| v.map_or_else(|| "-".into(), |v| format!("{v:.p$}"));
+    for &row in &g.rows {
+        let _ = write!(s, "| {} |", row.1);
+        for ci in 0..g.columns.len() {
+            let text = match g.get(row, ci).and_then(|r| r.io.as_ref()) {
+                Some(io) => format!(
+                    "{} / {} / {} [{}, {}]",
+                    f(io.device_us, 0),
+                    f(io.journal_us, 0),
+                    f(io.other_us, 0),
+                    f(io.requests_per_sync, 2),
+                    f(io.kib_per_sync, 1)
+                ),
+                None => "-".into(),
+            };
+            let _ = write!(s, " {text} |");
+        }
+        s.push('\n');
+    }
+}
+
+const CSV_HEADER: &str = "workload,warehouses,threads,settings,tps,tpmc,commits,commits_per_flush,n_write,n_flush,write_per_flush,redo_fsync,redo_fsync_p99_us,batch_p50,batch_p99,latency_p50_us,latency_p99_us,errors,measured_s,rows,rows_elapsed_s,io_requests_per_sync,io_kib_per_sync,io_cache_flushes_per_sync,fsync_device_us,fsync_journal_us,fsync_other_us,key";
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
@@ -98,9 +144,12 @@ pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
     for &row in &g.rows {
         for (ci, col) in g.columns.iter().enumerate() {
             let Some(r) = g.get(row, ci) else { continue };
+            let io = |f: fn(&crate::sweep::store::CellIo) -> Option<f64>| {
+                opt(r.io.as_ref().and_then(f).map(|v| format!("{v:.2}")))
+            };
             let _ = writeln!(
                 csv,
-                "{},{},{},\"{}\",{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},\"{}\"",
+                "{},{},{},\"{}\",{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},\"{}\"",
                 meta.workload,
                 opt(r.warehouses),
                 r.threads,
@@ -122,6 +171,12 @@ pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
                 r.measured_s,
                 opt(r.rows),
                 opt(r.rows_elapsed_s.map(|e| format!("{e:.3}"))),
+                io(|i| i.requests_per_sync),
+                io(|i| i.kib_per_sync),
+                io(|i| i.cache_flushes_per_sync),
+                io(|i| i.device_us),
+                io(|i| i.journal_us),
+                io(|i| i.other_us),
                 r.key
             );
             let mut v = serde_json::to_value(r).unwrap_or_default();

@@ -114,6 +114,7 @@ pub async fn setup(
                         write_timing: false,
                         anatomy: false,
                         tier: probe_args.tier_or(crate::probes::tier::Tier::Exact),
+                        io: false,
                     })?)
                 } else {
                     None
@@ -261,6 +262,7 @@ impl Attach {
             write_timing: self.probe_args.anatomy,
             anatomy: self.probe_args.anatomy,
             tier: self.probe_args.tier_or(crate::probes::tier::Tier::Exact),
+            io: self.probe_args.io,
         };
         let probes = ph
             .run(stop, "attach probes", async {

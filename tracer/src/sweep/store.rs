@@ -82,9 +82,39 @@ pub struct CellRecord {
     pub rows: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rows_elapsed_s: Option<f64>,
+    /// `--io` on a block device: what the disk did per redo sync.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<CellIo>,
     /// The full summary of the run (`RunSummary` as JSON); not read back.
     #[serde(default)]
     pub run: serde_json::Value,
+}
+
+/// A cell's `--io` figures, per redo sync: the requests it caused, and
+/// its mean time split into the device's part (its own requests and the
+/// cache flushes), the journal's, and the rest.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellIo {
+    pub requests_per_sync: Option<f64>,
+    pub kib_per_sync: Option<f64>,
+    pub cache_flushes_per_sync: Option<f64>,
+    pub device_us: Option<f64>,
+    pub journal_us: Option<f64>,
+    pub other_us: Option<f64>,
+}
+
+impl CellIo {
+    fn of(io: &crate::sample::IoFigures) -> CellIo {
+        let part = |s: Option<f64>| s.zip(io.redo_sync_mean_us).map(|(s, m)| s * m);
+        CellIo {
+            requests_per_sync: io.requests_per_sync,
+            kib_per_sync: io.bytes_per_sync.map(|b| b / 1024.0),
+            cache_flushes_per_sync: io.cache_flushes_per_sync,
+            device_us: part(io.device_share),
+            journal_us: part(io.journal_share),
+            other_us: part(io.other_share),
+        }
+    }
 }
 
 impl CellRecord {
@@ -123,6 +153,7 @@ impl CellRecord {
             errors: s.workload.errors,
             rows: s.workload.rows_done,
             rows_elapsed_s: s.workload.rows_elapsed_s,
+            io: t.and_then(|t| t.io.as_ref()).map(CellIo::of),
             run: serde_json::to_value(s).unwrap_or_default(),
         }
     }
