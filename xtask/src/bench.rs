@@ -67,6 +67,18 @@ pub enum Which {
         #[arg(long, value_enum, value_delimiter = ',', default_value = "trace")]
         arms: Vec<crate::bench_arms::Arm>,
     },
+    /// `--io`'s device time against a bpftrace peer on the same block
+    /// tracepoints (biolatency's accounting), on a loop-mounted ext4
+    /// holding the managed server: mean device time per request,
+    /// attributed to redo fsyncs and whole-device, ours over the peer's.
+    Io {
+        #[arg(long, default_value_t = 8)]
+        threads: u32,
+        #[arg(long, default_value_t = 15)]
+        seconds: u32,
+        #[arg(long, default_value_t = 3)]
+        runs: u32,
+    },
     /// Debian's 10.11 (the system's), 10.5 and 11.8 (stock, `cargo xtask
     /// servers`) under the main command, rotated round by round: each
     /// one's tps over 10.11's in the same round, and its cross-check.
@@ -155,6 +167,11 @@ pub fn run(which: Which) -> anyhow::Result<()> {
             };
             overhead(threads, pairs, seconds, mysqld, anatomy, &arms)
         }
+        Which::Io {
+            threads,
+            seconds,
+            runs,
+        } => crate::bench_io::io(&commitscope_release()?, threads, seconds, runs),
         Which::Scrape {
             servers,
             scrapes,

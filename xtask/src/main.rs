@@ -4,6 +4,7 @@ mod bench;
 mod bench_arms;
 mod bench_exporter;
 mod bench_first_line;
+mod bench_io;
 mod bench_releases;
 mod bench_symbols;
 mod bench_tpcc;
