@@ -659,7 +659,8 @@ fn report_splits_the_fsync_of_io_cells_in_a_table_and_a_chart() {
         "mean redo fsync (µs)",
         "journal",
         "device",
-        "8 thr flush_method=O_DIRECT",
+        "8 thr · B",
+        "B: flush_method=O_DIRECT",
     ] {
         assert!(svg.contains(text), "no {text:?} in the chart");
     }

@@ -75,19 +75,19 @@ fn set_pred<'a>(l: &mut EbpfLoader<'a>, names: [&'a str; 4], p: &'a Pred, op: &'
         .override_global(names[3], &p.value, true);
 }
 
-/// `--io`: where the redo log of `pid` is. The server has it open from
-/// its start; a server that has none open yet is an error, said plainly.
+/// `--io`: where the redo log of `pid` is (or its datadir, where the log
+/// is not open as a file).
 fn io_place(pid: u32) -> Result<io::Place> {
     let err = |detail: String| Error::Attach {
         what: "--io: the device under the redo log".into(),
         detail,
     };
-    let path = io::redo_path(pid).ok_or_else(|| {
+    let file = io::redo_file(pid).ok_or_else(|| {
         err(format!(
             "neither server {pid}'s redo log (ib_logfile*, #ib_redo*) nor its datadir can be read from /proc"
         ))
     })?;
-    io::locate(&path).map_err(err)
+    io::locate(&file).map_err(err)
 }
 
 /// The write probes of an exact window: the program and link of each, so

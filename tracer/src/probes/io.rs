@@ -87,6 +87,10 @@ pub enum Place {
     /// On something with no block device (tmpfs, overlay on tmpfs, NFS):
     /// nothing to attribute; the rest of the trace goes on.
     NoDevice { fs: String, path: PathBuf },
+    /// On a device-mapper or md device (LVM, dm-crypt, RAID): its bios
+    /// become requests on the disks under it, where they can no longer
+    /// be told apart; not attributed, said in one line.
+    Stacked { disk: String, fs: String },
 }
 
 impl Place {
@@ -98,40 +102,68 @@ impl Place {
                 "io: {} is on {fs}, no block device: no I/O to attribute",
                 path.display()
             ),
+            Place::Stacked { disk, fs } => format!(
+                "io: /dev/{disk} ({fs}) is a device-mapper or md device, whose requests go to the disks under it: not attributed (put the datadir on a plain disk or partition to see under the fsync)"
+            ),
         }
     }
+}
+
+/// A file of the server's: where this process can stat it (through
+/// `/proc/<pid>`, which reaches into a container's mount namespace too),
+/// the path the server knows it by, and the mount table it sees.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeenFile {
+    pub stat: PathBuf,
+    pub shown: PathBuf,
+    pub mountinfo: PathBuf,
 }
 
 /// Where the redo log of server `pid` is: the redo file it has open, else
 /// one it has mapped (MariaDB maps its log on tmpfs and persistent
 /// memory, and closes the fd), else its working directory, which is the
 /// datadir (`mysqld` changes into it at start).
-pub fn redo_path(pid: u32) -> Option<PathBuf> {
-    let open = std::fs::read_dir(format!("/proc/{pid}/fd"))
+pub fn redo_file(pid: u32) -> Option<SeenFile> {
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    let seen = |stat: PathBuf, shown: PathBuf| SeenFile {
+        stat,
+        shown,
+        mountinfo: proc.join("mountinfo"),
+    };
+    let open = std::fs::read_dir(proc.join("fd"))
         .ok()
         .into_iter()
         .flatten()
         .flatten()
-        .filter_map(|e| std::fs::read_link(e.path()).ok())
-        .find(|p| classify(&p.to_string_lossy()) == FileClass::Redo);
+        .find_map(|e| {
+            let shown = std::fs::read_link(e.path()).ok()?;
+            (classify(&shown.to_string_lossy()) == FileClass::Redo).then(|| seen(e.path(), shown))
+        });
     let mapped = || {
-        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
-        maps.lines()
+        let maps = std::fs::read_to_string(proc.join("maps")).ok()?;
+        let shown = maps
+            .lines()
             .filter_map(|l| l.split_whitespace().nth(5))
-            .find(|p| classify(p) == FileClass::Redo)
-            .map(PathBuf::from)
+            .find(|p| classify(p) == FileClass::Redo)?;
+        let inside = proc.join("root").join(shown.trim_start_matches('/'));
+        Some(seen(inside, PathBuf::from(shown)))
     };
-    open.or_else(mapped)
-        .or_else(|| std::fs::read_link(format!("/proc/{pid}/cwd")).ok())
+    let cwd = || {
+        let shown = std::fs::read_link(proc.join("cwd")).ok()?;
+        Some(seen(proc.join("cwd"), shown))
+    };
+    open.or_else(mapped).or_else(cwd)
 }
 
-/// Locates the device and filesystem holding `path`.
-pub fn locate(path: &Path) -> Result<Place, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+/// Locates the device and filesystem holding `file`.
+pub fn locate(file: &SeenFile) -> Result<Place, String> {
+    let path = file.shown.as_path();
+    let meta =
+        std::fs::metadata(&file.stat).map_err(|e| format!("{}: {e}", file.stat.display()))?;
     let dev = meta.dev();
     let (major, minor) = (libc::major(dev), libc::minor(dev));
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
+    let mountinfo = std::fs::read_to_string(&file.mountinfo)
+        .map_err(|e| format!("{}: {e}", file.mountinfo.display()))?;
     let mount = mount_of(&mountinfo, major, minor, path);
     let fs = mount
         .as_ref()
@@ -157,6 +189,9 @@ pub fn locate(path: &Path) -> Result<Place, String> {
         (node.clone(), None)
     };
     let disk = name(&disk_dir).ok_or("a disk without a name")?;
+    if disk_dir.join("dm").exists() || disk_dir.join("md").exists() {
+        return Ok(Place::Stacked { disk, fs });
+    }
     let (dmaj, dmin) = read_dev(&disk_dir.join("dev")).unwrap_or((major, minor));
     let read = |f: &str| {
         std::fs::read_to_string(disk_dir.join("queue").join(f))
@@ -219,7 +254,7 @@ fn read_dev(p: &Path) -> Option<(u32, u32)> {
     Some((a.parse().ok()?, b.parse().ok()?))
 }
 
-/// One line of `/proc/self/mountinfo`, the parts used here.
+/// One line of `/proc/<pid>/mountinfo`, the parts used here.
 #[derive(Debug, PartialEq)]
 struct Mount {
     point: PathBuf,
@@ -391,12 +426,17 @@ mod tests {
         let dir = tempfile::tempdir_in("/dev/shm").unwrap();
         let f = dir.path().join("ib_logfile0");
         std::fs::write(&f, b"x").unwrap();
-        match locate(&f).unwrap() {
+        let seen = |p: &Path| SeenFile {
+            stat: p.to_owned(),
+            shown: p.to_owned(),
+            mountinfo: "/proc/self/mountinfo".into(),
+        };
+        match locate(&seen(&f)).unwrap() {
             Place::NoDevice { fs, .. } => assert_eq!(fs, "tmpfs"),
             other => panic!("{other:?}"),
         }
         let d = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
-        if let Place::Device(dev) = locate(d.path()).unwrap() {
+        if let Place::Device(dev) = locate(&seen(d.path())).unwrap() {
             assert!(dev.major > 0, "{dev:?}");
             assert!(std::path::Path::new(&format!("/sys/block/{}", dev.disk)).exists());
         }

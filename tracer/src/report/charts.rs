@@ -102,7 +102,13 @@ pub fn write_all(dir: &Path, g: &Grid, workload: &str) -> Result<Vec<PathBuf>> {
     if !bars.is_empty() {
         let path = dir.join("fsync_split.svg");
         let mut svg = String::new();
-        draw_split(&mut svg, workload, &bars).map_err(draw_err(&path))?;
+        let keys: Vec<String> = if g.columns.len() > 1 {
+            let c = g.columns.iter().enumerate();
+            c.map(|(i, c)| format!("{}: {c}", column_key(i))).collect()
+        } else {
+            Vec::new()
+        };
+        draw_split(&mut svg, workload, &bars, &keys).map_err(draw_err(&path))?;
         crate::outfile::write(&path, svg.as_bytes())?;
         out.push(path);
     }
@@ -114,6 +120,8 @@ pub fn write_all(dir: &Path, g: &Grid, workload: &str) -> Result<Vec<PathBuf>> {
 type Bar = (String, [f64; 3]);
 
 /// The `--io` cells in table order (none without `--io`).
+/// Settings are long: with several columns, each bar is labelled by its
+/// threads and the column's letter, and the legend spells the letters.
 fn split_bars(g: &Grid) -> Vec<Bar> {
     let mut out = Vec::new();
     for &row in &g.rows {
@@ -122,18 +130,35 @@ fn split_bars(g: &Grid) -> Vec<Bar> {
                 continue;
             };
             let v = |x: Option<f64>| x.unwrap_or(0.0);
-            out.push((
-                format!("{} thr {col}", row.1),
-                [v(io.device_us), v(io.journal_us), v(io.other_us)],
-            ));
+            let label = if g.columns.len() > 1 {
+                format!("{} thr · {}", row.1, column_key(ci))
+            } else {
+                format!("{} thr {col}", row.1)
+            };
+            out.push((label, [v(io.device_us), v(io.journal_us), v(io.other_us)]));
         }
     }
     out
 }
 
+/// A column's letter in the split chart: A, B, ... Z, then AA, AB ...
+fn column_key(i: usize) -> String {
+    let letter = |n: usize| char::from(b'A' + (n % 26) as u8);
+    if i < 26 {
+        letter(i).to_string()
+    } else {
+        format!("{}{}", letter(i / 26 - 1), letter(i))
+    }
+}
+
 /// `fsync_split.svg`: a stacked bar per cell — device, journal, other —
 /// so that flush methods, filesystems or disks compare side by side.
-fn draw_split(svg: &mut String, workload: &str, bars: &[Bar]) -> std::result::Result<(), String> {
+fn draw_split(
+    svg: &mut String,
+    workload: &str,
+    bars: &[Bar],
+    keys: &[String],
+) -> std::result::Result<(), String> {
     let e = |e: &dyn std::fmt::Display| e.to_string();
     let root = SVGBackend::with_string(svg, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e(&x))?;
@@ -142,7 +167,9 @@ fn draw_split(svg: &mut String, workload: &str, bars: &[Bar]) -> std::result::Re
         .map(|(_, p)| p.iter().sum::<f64>())
         .fold(0.0, f64::max)
         .max(1.0)
-        * 1.45; // headroom for the legend above the tallest bar
+        // Headroom for the legend (three parts, the column keys) above
+        // the tallest bar.
+        * (1.25 + 0.07 * (3 + keys.len()) as f64);
     let n = bars.len() as f64;
     let mut c = ChartBuilder::on(&root)
         .caption(
@@ -190,6 +217,13 @@ fn draw_split(svg: &mut String, workload: &str, bars: &[Bar]) -> std::result::Re
         .map_err(|x| e(&x))?
         .label(*name)
         .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], color.filled()));
+    }
+    for k in keys {
+        // A legend line without a mark: what a bar's letter stands for.
+        c.draw_series(std::iter::once(EmptyElement::at((0.0, 0.0))))
+            .map_err(|x| e(&x))?
+            .label(k.as_str())
+            .legend(|(x, y)| EmptyElement::at((x, y)));
     }
     c.configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)
