@@ -259,9 +259,8 @@ pub struct IoFigures {
 impl IoFigures {
     /// The figures between two snapshots; `redo` is the redo syncs' class.
     fn between(prev: &Snapshot, cur: &Snapshot, redo: &ClassTotals) -> Self {
-        let d = |c: Counter| cur.counter(c).saturating_sub(prev.counter(c));
-        let h =
-            |k: HistKind| LogHist(cur.hists[k as usize]).since(&LogHist(prev.hists[k as usize]));
+        let d = |c| counter_since(prev, cur, c);
+        let h = |k| hist_since(prev, cur, k);
         let per = |v: u64| ratio(v, redo.syncs);
         let share = |ns: u64| ratio(ns, redo.sync_ns).map(|s| s.min(1.0));
         let (dev_ns, jnl_ns) = (d(Counter::IoDeviceNs), d(Counter::IoJournalDeviceNs));
@@ -379,6 +378,16 @@ impl Columns {
     }
 }
 
+/// A counter's growth from `prev` to `cur`.
+fn counter_since(prev: &Snapshot, cur: &Snapshot, c: Counter) -> u64 {
+    cur.counter(c).saturating_sub(prev.counter(c))
+}
+
+/// A histogram's growth from `prev` to `cur`.
+fn hist_since(prev: &Snapshot, cur: &Snapshot, k: HistKind) -> LogHist {
+    LogHist(cur.hists[k as usize]).since(&LogHist(prev.hists[k as usize]))
+}
+
 pub fn ratio(a: u64, b: u64) -> Option<f64> {
     (b > 0).then(|| a as f64 / b as f64)
 }
@@ -416,7 +425,7 @@ impl Interval {
         elapsed_s: f64,
         interval_s: f64,
     ) -> Self {
-        let d = |c: Counter| cur.counter(c).saturating_sub(prev.counter(c));
+        let d = |c| counter_since(prev, cur, c);
         let ds = |s| cur.source(s).saturating_sub(prev.source(s));
         let redo = by_class(prev, cur, fds, FileClass::Redo);
         let io = cols.io.then(|| IoFigures::between(prev, cur, &redo));
@@ -428,8 +437,7 @@ impl Interval {
         let durable = cols.durable.map(ds);
         let flush_calls = cols.has_flush_fn.then(|| d(Counter::FlushCalls));
         let n_flush = flush_calls.unwrap_or(redo.syncs);
-        let ww = LogHist(cur.hists[HistKind::WriteWait as usize])
-            .since(&LogHist(prev.hists[HistKind::WriteWait as usize]));
+        let ww = hist_since(prev, cur, HistKind::WriteWait);
         Interval {
             elapsed_s,
             interval_s,
@@ -467,9 +475,7 @@ impl Interval {
                 Batch::default()
             },
             anatomy: cols.anatomy.then(|| {
-                let h = |k: HistKind| {
-                    LogHist(cur.hists[k as usize]).since(&LogHist(prev.hists[k as usize]))
-                };
+                let h = |k| hist_since(prev, cur, k);
                 let (lw, fw) = (h(HistKind::LeaderWait), h(HistKind::FollowerWait));
                 Anatomy {
                     leaders: d(Counter::Leaders),

@@ -14,7 +14,8 @@ use serde_json::Value;
 /// A filesystem image loop-mounted for the length of a test; unmounted
 /// (which frees the loop device) when dropped, even after a failed assert.
 struct LoopMount {
-    dir: tempfile::TempDir,
+    /// Holds the image and the mount point; removed after the unmount.
+    _dir: tempfile::TempDir,
     point: PathBuf,
 }
 
@@ -39,7 +40,7 @@ impl LoopMount {
             .args(["-o", &format!("loop,{options}")])
             .arg(&img)
             .arg(&point));
-        Some(LoopMount { dir, point })
+        Some(LoopMount { _dir: dir, point })
     }
 
     fn path(&self) -> &str {
@@ -50,7 +51,6 @@ impl LoopMount {
 impl Drop for LoopMount {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(&self.point).status();
-        let _ = self.dir.path();
     }
 }
 
