@@ -62,8 +62,9 @@ pub enum Which {
         exporter: bool,
         /// The probe sets to alternate with untraced windows, each in its
         /// turn in every round: trace, trace-io, light, exporter,
-        /// exporter-no-windows, exporter-exact, bpftrace (our exact set as
-        /// a bpftrace script, the peer).
+        /// exporter-no-windows, exporter-window (with exporter-no-windows:
+        /// the default schedule composed), exporter-exact, bpftrace (our
+        /// exact set as a bpftrace script, the peer).
         #[arg(long, value_enum, value_delimiter = ',', default_value = "trace")]
         arms: Vec<crate::bench_arms::Arm>,
     },
@@ -548,7 +549,7 @@ fn overhead(
     arms: &[Arm],
 ) -> anyhow::Result<()> {
     if arms.is_empty() {
-        bail!("--arms is empty: name at least one of trace, trace-io, light, exporter, exporter-no-windows, exporter-exact, bpftrace");
+        bail!("--arms is empty: name at least one of trace, trace-io, light, exporter, exporter-no-windows, exporter-window, exporter-exact, bpftrace");
     }
     let cs = commitscope_release()?;
     let bin = match mysqld {
@@ -684,6 +685,33 @@ fn overhead(
             );
         }
     }
+    // The exporter's default schedule as it is spent: light, and exact for
+    // window/interval of the time.
+    if let (Some(l), Some(w)) = (at(Arm::ExporterNoWindows), at(Arm::ExporterWindow)) {
+        let (window, every) = crate::bench_arms::default_schedule(&cs)?;
+        let duty = window / every;
+        let rounds: Vec<f64> = ratios[l]
+            .iter()
+            .zip(&ratios[w])
+            .map(|(a, b)| crate::bench_arms::composed(*a, *b, duty))
+            .collect();
+        if let Some(c) = crate::util::mean_ci95(&rounds) {
+            let half = (c.hi - c.lo) / 2.0;
+            let call = match (c.mean >= 0.99, half <= 0.015) {
+                (_, false) => "not resolved: the half-width is over 0.015, rerun with more --pairs",
+                (true, true) => "bar met (mean >= 0.99, half-width <= 0.015)",
+                (false, true) => "bar missed (mean < 0.99)",
+            };
+            println!(
+                "exporter as by default ({window} s windows every {every} s), composed per round as {:.4} x light + {duty:.4} x in-window: mean {:.4}, 95 % CI [{:.4}, {:.4}], half-width {half:.4}: {call}; {}",
+                1.0 - duty,
+                c.mean,
+                c.lo,
+                c.hi,
+                verdict("mean", Some((c.lo, c.hi)), 0.99)
+            );
+        }
+    }
     // `--io` against the exact set it adds to, round by round.
     if let (Some(o), Some(p)) = (at(Arm::TraceIo), at(Arm::Trace)) {
         let rel: Vec<f64> = ratios[o]
@@ -713,10 +741,7 @@ fn overhead(
 fn report_arm(arm: Arm, anatomy: bool, ratios: &[f64], per_cpu: &[f64]) {
     let name = arm.name();
     let bar = arm.bar(anatomy);
-    let bar_text = bar.map_or_else(
-        || "the peer: no bar".to_string(),
-        |b| format!("bar: >= {b}"),
-    );
+    let bar_text = bar.map_or_else(|| arm.why_no_bar().to_string(), |b| format!("bar: >= {b}"));
     println!(
         "{name}: median traced/untraced tps ratio{}: {:.3} ({bar_text})",
         if anatomy && arm == Arm::Trace {

@@ -33,6 +33,12 @@ pub enum Arm {
     /// scheduled window (`--window-every 0`): what the windows add is the
     /// difference from `exporter` in the same run.
     ExporterNoWindows,
+    /// The exporter inside one exact window, asked for by SIGUSR1 and open
+    /// before the measured window begins. With `exporter-no-windows` in
+    /// the same run it gives the default schedule's cost as it is spent:
+    /// light for all but window/interval of the time, this for the rest
+    /// (see [`composed`]).
+    ExporterWindow,
     /// The exporter with `--probes exact`.
     ExporterExact,
     /// bpftrace with the probes of our exact set.
@@ -47,18 +53,31 @@ impl Arm {
             Arm::Light => "trace --probes light",
             Arm::Exporter => "exporter (light + windows)",
             Arm::ExporterNoWindows => "exporter --window-every 0",
+            Arm::ExporterWindow => "exporter in an exact window",
             Arm::ExporterExact => "exporter --probes exact",
             Arm::Bpftrace => "bpftrace (our exact set)",
         }
     }
 
-    /// The bar its mean ratio is held to (None: a peer, no bar of ours).
+    /// The bar its mean ratio is held to (None: [`Arm::why_no_bar`]).
     pub fn bar(self, anatomy: bool) -> Option<f64> {
         match self {
             Arm::Trace if anatomy => Some(0.95),
             Arm::Trace | Arm::ExporterExact => Some(0.98),
             Arm::Light | Arm::Exporter | Arm::ExporterNoWindows => Some(0.99),
-            Arm::Bpftrace | Arm::TraceIo => None,
+            Arm::Bpftrace | Arm::TraceIo | Arm::ExporterWindow => None,
+        }
+    }
+
+    /// Said in place of a bar where [`Arm::bar`] has none.
+    pub fn why_no_bar(self) -> &'static str {
+        match self {
+            Arm::Bpftrace => "the peer: no bar",
+            Arm::TraceIo => "its bar is on its ratio over trace's, below",
+            Arm::ExporterWindow => {
+                "a part of the default schedule: its bar is on the composition, below"
+            }
+            _ => "no bar",
         }
     }
 }
@@ -115,6 +134,12 @@ pub fn attach(
             pid,
             &["--window-every", "0"],
         )?)),
+        Arm::ExporterWindow => {
+            // Longer than any measured window: it is open throughout.
+            let s = Scraped::start(cs, pid, &["--window", "600", "--window-every", "0"])?;
+            s.open_window_now()?;
+            Ok(Attached::Ours(s))
+        }
         Arm::ExporterExact => Ok(Attached::Ours(Scraped::start(
             cs,
             pid,
@@ -122,6 +147,40 @@ pub fn attach(
         )?)),
         Arm::Bpftrace => peer(&bpftrace_script(cs, bin, pid, anatomy)?),
     }
+}
+
+/// The exporter's default schedule: (window, interval) in seconds, as its
+/// `--help` says (so the composition follows the defaults if they move).
+pub fn default_schedule(cs: &Path) -> anyhow::Result<(f64, f64)> {
+    schedule_in_help(&crate::util::output(
+        Command::new(cs).args(["exporter", "--help"]),
+    )?)
+}
+
+/// (window, interval) from the `[default: N]` under each flag in `help`.
+fn schedule_in_help(help: &str) -> anyhow::Result<(f64, f64)> {
+    let default_of = |flag: &str| -> anyhow::Result<f64> {
+        let mut lines = help.lines().skip_while(|l| l.trim_start() != flag).skip(1);
+        lines
+            .find_map(|l| l.trim().strip_prefix("[default: ")?.strip_suffix(']'))
+            .and_then(|v| v.parse().ok())
+            .with_context(|| format!("no default for {flag} in `commitscope exporter --help`"))
+    };
+    Ok((
+        default_of("--window <SECONDS>")?,
+        default_of("--window-every <SECONDS>")?,
+    ))
+}
+
+/// The default schedule's ratio in one round, from the same round's light
+/// ratio (`no_windows`) and in-window ratio (`in_window`): the exporter
+/// spends `duty` = window / interval of its time in windows. The attach
+/// and detach lie outside both measured windows; at the default's one of
+/// each per interval they are left out (the `exporter` arm, with 0.1-s
+/// windows every 3 s, puts one of each in every measured window: its
+/// ratio bounds them from above).
+pub fn composed(no_windows: f64, in_window: f64, duty: f64) -> f64 {
+    (1.0 - duty) * no_windows + duty * in_window
 }
 
 /// Starts bpftrace on `script` and waits until its probes are attached.
@@ -193,4 +252,25 @@ pub fn bpftrace_script(cs: &Path, bin: &Path, pid: u32, anatomy: bool) -> anyhow
          tracepoint:syscalls:sys_enter_pwritev, tracepoint:syscalls:sys_enter_pwritev2 /pid == {pid}/ {{ @writes[args->fd] = count(); }}\n"
     ));
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schedule_is_read_under_each_flag() {
+        let help = "      --window <SECONDS>\n          Light tier: seconds each window lasts\n\n          [default: 10]\n\n      --window-every <SECONDS>\n          Light tier: from one window to the next\n\n          [default: 300]\n";
+        assert_eq!(schedule_in_help(help).unwrap(), (10.0, 300.0));
+        let e = schedule_in_help("      --window <SECONDS>\n          [default: 10]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--window-every"), "{e}");
+    }
+
+    #[test]
+    fn the_composition_weighs_the_window_by_its_duty() {
+        assert!((composed(1.0, 0.9, 1.0 / 30.0) - (1.0 - 0.1 / 30.0)).abs() < 1e-12);
+        assert_eq!(composed(0.99, 0.5, 0.0), 0.99);
+    }
 }

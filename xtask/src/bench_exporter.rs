@@ -59,6 +59,33 @@ impl Scraped {
         })
     }
 
+    /// Asks the exporter for an exact window (SIGUSR1) and returns once its
+    /// per-commit probes are attached: its BPF perf links have grown and
+    /// held still for 100 ms.
+    pub fn open_window_now(&self) -> anyhow::Result<()> {
+        let Scraped::Exporter { child, .. } = self else {
+            bail!("only the exporter opens windows");
+        };
+        let pid = child.id();
+        let light = crate::util::perf_links(pid);
+        // SAFETY: signalling our own child, whose handler is installed
+        // before it attaches (start_exporter waited for that).
+        unsafe { libc::kill(pid as i32, libc::SIGUSR1) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut last = light;
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            let now = crate::util::perf_links(pid);
+            if now > light && now == last {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("the exporter opened no exact window in 10 s (perf links {light} -> {now})");
+            }
+            last = now;
+        }
+    }
+
     /// Detaches (SIGINT) and waits.
     pub fn stop(self) -> anyhow::Result<()> {
         let mut child = match self {
