@@ -228,7 +228,14 @@ fn symbolized_10_5_counts_exact_writes_and_flushes() {
             durable >= commits && durable <= commits + 50,
             "durable {durable}, commits {commits}: {ctx}"
         );
-        assert!(n_flush > 0 && n_flush <= durable, "{ctx}");
+        // Every flush but the checkpoint's answers a durable write
+        // request: 10.5's `log_write_checkpoint_info` calls
+        // `log_t::file::flush` itself, without `log_write_up_to`, and
+        // the page cleaner may checkpoint inside the window (at most
+        // about once a second: 5 over these 1-2 s windows). At one
+        // client each commit flushes, so one checkpoint puts n_flush
+        // above durable.
+        assert!(n_flush > 0 && n_flush <= durable + 5, "{ctx}");
         if clients > 1 {
             assert!(t["write_per_flush"].as_f64().unwrap() > 1.0, "{ctx}");
         }
