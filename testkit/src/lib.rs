@@ -1,6 +1,7 @@
 //! A real, throwaway MariaDB/MySQL server for tests: temp datadir, unix
 //! socket, no networking, stopped and removed on drop. Also the fixture
 //! paths and the "skip with a reason" rule shared by every test crate.
+pub mod bpf_links;
 pub mod docs;
 pub mod stock;
 

@@ -67,7 +67,7 @@ impl Scraped {
             bail!("only the exporter opens windows");
         };
         let pid = child.id();
-        let light = crate::util::perf_links(pid);
+        let light = testkit::bpf_links::perf_probes(pid).len();
         // SAFETY: signalling our own child, whose handler is installed
         // before it attaches (start_exporter waited for that).
         unsafe { libc::kill(pid as i32, libc::SIGUSR1) };
@@ -75,7 +75,7 @@ impl Scraped {
         let mut last = light;
         loop {
             std::thread::sleep(Duration::from_millis(100));
-            let now = crate::util::perf_links(pid);
+            let now = testkit::bpf_links::perf_probes(pid).len();
             if now > light && now == last {
                 return Ok(());
             }

@@ -74,23 +74,6 @@ pub fn start_trace(
     Ok(child)
 }
 
-/// How many perf-event BPF links (uprobes, tracepoints, kprobes) process
-/// `pid` holds, from `/proc/<pid>/fdinfo`.
-pub fn perf_links(pid: u32) -> usize {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
-        return 0;
-    };
-    dir.flatten()
-        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
-        .filter(|info| {
-            info.lines().any(|l| {
-                l.split_once(':')
-                    .is_some_and(|(k, v)| k == "link_type" && v.trim() == "perf")
-            })
-        })
-        .count()
-}
-
 /// Reads `out` line by line until `ready` says so (each line echoed to our
 /// stderr when `echo`), then drains the rest from a thread, echoed the
 /// same way, so the child never blocks on a full pipe. False when the
