@@ -383,6 +383,7 @@ pub mod programs {
     pub const WRITE_FENTRY_PWRITEV2: &str = "write_fentry_pwritev2";
     pub const SYNC_ENTER_LIBC: &str = "sync_enter_libc";
     pub const SYNC_EXIT_LIBC: &str = "sync_exit_libc";
+    pub const SYNC_COUNT_LIBC: &str = "sync_count_libc";
     pub const WRITE_LIBC: &str = "write_libc";
     pub const WRITEV_LIBC: &str = "writev_libc";
     pub const IO_BIO_QUEUE: &str = "io_bio_queue";
@@ -410,6 +411,7 @@ pub mod programs {
         SYNC_ENTER_FENTRY_FSYNC,
         SYNC_ENTER_FENTRY_FDATASYNC,
         SYNC_ENTER_LIBC,
+        SYNC_COUNT_LIBC,
     ];
 }
 

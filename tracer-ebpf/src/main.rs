@@ -438,12 +438,17 @@ fn fd_slot<C: EbpfContext>(ctx: &C, fd: u32, lost: Counter) -> Option<*mut FdSta
     p
 }
 
+/// No flush function: a redo fsync is where a batch begins.
 #[inline(always)]
-fn sync_enter(id: u64, fd: u64) {
-    // No flush function: a redo fsync is where a batch begins.
+fn batch_on_redo_sync(fd: u64) {
     if cfg_u32(&BATCH_ON_SYNC) != 0 && REDO_FDS.get_ptr(fd as u32).is_some() {
         batch_begin();
     }
+}
+
+#[inline(always)]
+fn sync_enter(id: u64, fd: u64) {
+    batch_on_redo_sync(fd);
     let io_issued = io_sync_begins(fd as u32);
     let start = SyncStart {
         ts: unsafe { bpf_ktime_get_ns() },
@@ -913,6 +918,24 @@ pub fn sync_enter_libc(ctx: ProbeContext) -> u32 {
 pub fn sync_exit_libc(ctx: RetProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
     sync_exit(&ctx, id);
+    0
+}
+
+/// uprobe on the same for the light tier: the sync counted where it
+/// begins, not timed. No return probe: a uretprobe is a second trap on
+/// the redo flush's path, which every committing client waits on, and
+/// the light tier promises counts; the latency comes with exact windows
+/// and the exact tier.
+#[uprobe]
+pub fn sync_count_libc(ctx: ProbeContext) -> u32 {
+    if is_target().is_none() {
+        return 0;
+    }
+    let fd = ctx.arg::<u64>(0).unwrap_or(u64::MAX) & 0xffff_ffff;
+    batch_on_redo_sync(fd);
+    if let Some(s) = fd_slot(&ctx, fd as u32, Counter::SyncLost) {
+        unsafe { (*s).syncs += 1 };
+    }
     0
 }
 

@@ -53,6 +53,7 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
             .unwrap_or_else(|| "redo fsync/fdatasync (kernel)".into()),
         fsync_probe: probes.kernel.used.to_string(),
         fsync_function: probes.kernel.kernel_functions.clone(),
+        fsync_timed: probes.kernel.sync_timed,
         write_probe: probes
             .kernel
             .write_probes

@@ -305,8 +305,10 @@ pub struct Columns {
     /// The flush function is counted (out of line or inlined copies).
     pub has_flush_fn: bool,
     /// ... and timed: its out-of-line copy has a return probe, so fsyncs
-    /// inside it are told apart.
+    /// inside it are told apart (exact tier only).
     pub flush_timed: bool,
+    /// The syncs' latency is measured (not by light on the C library).
+    pub sync_timed: bool,
     /// Some write probes sit on inlined copies whose durability cannot be
     /// read: their count is reported apart.
     pub unknown_sites: bool,
@@ -332,6 +334,7 @@ impl Columns {
                 durable: Some(profile.durable),
                 has_flush_fn,
                 flush_timed: has_flush_fn,
+                sync_timed: true,
                 unknown_sites: false,
                 anatomy: false,
                 per_commit: true,
@@ -343,6 +346,7 @@ impl Columns {
                 durable: None,
                 has_flush_fn: false,
                 flush_timed: false,
+                sync_timed: true,
                 unknown_sites: false,
                 anatomy: false,
                 per_commit: true,
@@ -370,7 +374,10 @@ impl Columns {
             c.durable = None;
         }
         c.anatomy = probes.anatomy && c.per_commit;
-        c.flush_timed = c.has_flush_fn && plan.flush.as_ref().is_some_and(|f| f.out_of_line);
+        c.flush_timed = c.has_flush_fn
+            && probes.tier.per_commit()
+            && plan.flush.as_ref().is_some_and(|f| f.out_of_line);
+        c.sync_timed = probes.kernel.sync_timed;
         c.unknown_sites = c.durable.is_some() && plan.unknown_sites() > 0;
         c.writes = probes.kernel.write_probes.is_some();
         c.io = matches!(probes.io, Some(crate::probes::io::Place::Device(_)));
@@ -448,8 +455,14 @@ impl Interval {
             write_per_flush: ratio(durable.unwrap_or(n_write), n_flush),
             redo_fsync: redo.syncs,
             redo_fsync_in_flush: cols.flush_timed.then_some(redo.syncs_in_flush),
-            redo_p50_us: redo.hist.quantile_us(0.50),
-            redo_p99_us: redo.hist.quantile_us(0.99),
+            redo_p50_us: cols
+                .sync_timed
+                .then(|| redo.hist.quantile_us(0.50))
+                .flatten(),
+            redo_p99_us: cols
+                .sync_timed
+                .then(|| redo.hist.quantile_us(0.99))
+                .flatten(),
             redo_writes: cols.writes.then_some(redo.writes),
             redo_write_bytes: cols.writes.then_some(redo.write_bytes),
             binlog_fsync: by_class(prev, cur, fds, FileClass::Binlog).syncs,

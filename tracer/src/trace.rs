@@ -145,7 +145,14 @@ async fn run_loop(
                 intervals += 1;
                 if intervals == 1 && args.probes.verbose {
                     if let Ok(snap) = probes.read() {
-                        let h = cost::hits(&snap, i.elapsed_s, probes.tier, target.write_timing, i.n_write);
+                        let h = cost::hits(
+                            &snap,
+                            i.elapsed_s,
+                            probes.tier,
+                            target.write_timing,
+                            i.n_write,
+                            probes.light_syncs_timed(),
+                        );
                         eprintln!("commitscope: {}", cost::line(&h, probes.tier));
                     }
                 }

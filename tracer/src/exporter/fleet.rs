@@ -89,6 +89,7 @@ fn describe(name: &str, a: &Attached, symbol_source: String) -> ServerView {
         fsync_probe: a.probes.kernel.used.to_string(),
         binary: plan.exe.display().to_string(),
         flush_timed: a.cols.flush_timed,
+        sync_timed: a.cols.sync_timed,
         anatomy: a.cols.anatomy,
         tier: a.probes.tier,
         commit_counter: a.commits.is_some().then_some(commits::COUNTER),

@@ -25,6 +25,9 @@ pub struct ServerView {
     pub binary: String,
     /// The flush function's own fsyncs are told apart from other redo syncs.
     pub flush_timed: bool,
+    /// The syncs are timed: without (light on the C library) no
+    /// duration series.
+    pub sync_timed: bool,
     /// Leaders and followers are counted (`--anatomy`).
     pub anatomy: bool,
     pub unknown_sites: bool,
@@ -227,14 +230,18 @@ impl Collector for Exposition {
         family(
             &mut enc,
             "commitscope_fsync_duration",
-            "Time inside fsync/fdatasync, by file class (the kernel's log2 buckets)",
+            "Time inside fsync/fdatasync, by file class (the kernel's log2 buckets; absent where the light tier counts syncs in the C library untimed)",
             Some(&Unit::Seconds),
-            per_class(s, |sum| {
-                time_hist(&TimeHist {
-                    hist: sum.hist,
-                    sum_ns: sum.sync_ns,
-                })
-            }),
+            per_class_where(
+                s,
+                |v| v.sync_timed,
+                |sum| {
+                    time_hist(&TimeHist {
+                        hist: sum.hist,
+                        sum_ns: sum.sync_ns,
+                    })
+                },
+            ),
         )?;
         family(
             &mut enc,
@@ -665,6 +672,7 @@ mod tests {
             fsync_probe: "tracepoint".into(),
             binary: "/usr/sbin/mariadbd".into(),
             flush_timed: true,
+            sync_timed: true,
             anatomy: false,
             unknown_sites: false,
             writes: true,

@@ -145,6 +145,7 @@ mod tests {
             durable: Some(Source::PredA),
             has_flush_fn,
             flush_timed: has_flush_fn,
+            sync_timed: true,
             unknown_sites: false,
             anatomy: true,
             per_commit: true,

@@ -255,7 +255,13 @@ impl Probes {
         // in between (the master thread's, once a second) had its sync
         // missed: n_flush one above the redo syncs inside flushes in about
         // one trace in six here.
-        let kernel = kernel::attach(&mut ebpf, target.fsync_probe, pid, target.tier)?;
+        let kernel = kernel::attach(
+            &mut ebpf,
+            target.fsync_probe,
+            pid,
+            target.tier,
+            io_cfg.is_some(),
+        )?;
         if io_cfg.is_some() {
             kernel::attach_block(&mut ebpf)?;
         }
@@ -271,7 +277,14 @@ impl Probes {
             )?;
         }
         if let Some(f) = &plan.flush {
-            if f.out_of_line {
+            // Light counts the flush at its entry alone (the program of
+            // the inlined copies): its return would be a second trap per
+            // flush, and serves only the flush's time and which syncs
+            // ran inside it, which light does not report.
+            if f.out_of_line && !target.tier.per_commit() {
+                attach_uprobe(&mut ebpf, prog::FLUSH_SITE, f.file_offset, f, exe, pid)?;
+                note("flush", "uprobe", f, f.file_offset, None);
+            } else if f.out_of_line {
                 attach_uprobe(&mut ebpf, prog::FLUSH_ENTRY, f.file_offset, f, exe, pid)?;
                 note("flush", "uprobe", f, f.file_offset, None);
                 attach_uprobe(&mut ebpf, prog::FLUSH_RETURN, f.file_offset, f, exe, pid)?;
@@ -346,6 +359,15 @@ impl Probes {
                 Err(e)
             }
         }
+    }
+
+    /// Whether the light tier times the syncs on this kernel, with this
+    /// run's `--io` (for the cost said under `-v`, whichever tier runs).
+    pub fn light_syncs_timed(&self) -> bool {
+        kernel::light_syncs_timed(
+            self.kernel.used,
+            matches!(self.io, Some(io::Place::Device(_))),
+        )
     }
 
     /// Whether an exact window is open.

@@ -7,29 +7,42 @@ use tracer_ebpf::Counter;
 /// Probe hits per second, by tier, at the rate counted so far.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Hits {
-    /// Per flush: the flush function (entry and return), each sync (entry
-    /// and return), each write (entry).
+    /// Per flush: the flush function (entry), each sync (entry, and
+    /// return where `light_syncs_timed`), each write (entry).
     pub light: f64,
-    /// Light plus every write request (entry, and return when timed).
+    /// Per flush the flush function and each sync at entry and return,
+    /// each write; plus every write request (entry, and return when
+    /// timed).
     pub exact: f64,
 }
 
 /// The hits `snap` (cumulative since attach) took over `secs`. In light,
 /// write requests are not counted: `commits` (the server's counter over
-/// the same time) stands in for them.
-pub fn hits(snap: &Snapshot, secs: f64, tier: Tier, write_timing: bool, commits: u64) -> Hits {
+/// the same time) stands in for them. `light_syncs_timed`: whether light
+/// puts a return probe on the syncs here (`kernel::light_syncs_timed`).
+pub fn hits(
+    snap: &Snapshot,
+    secs: f64,
+    tier: Tier,
+    write_timing: bool,
+    commits: u64,
+    light_syncs_timed: bool,
+) -> Hits {
     let secs = secs.max(1e-3);
     let syncs: u64 = snap.fds.values().map(|f| f.syncs).sum();
     let writes: u64 = snap.fds.values().map(|f| f.writes).sum();
-    let light = 2 * snap.counter(Counter::FlushCalls) + 2 * syncs + writes;
+    let flushes = snap.counter(Counter::FlushCalls);
+    let light_per_sync = if light_syncs_timed { 2 } else { 1 };
+    let light = flushes + light_per_sync * syncs + writes;
     let requests = match tier {
         Tier::Exact => snap.counter(Counter::WriteCalls),
         Tier::Light => commits,
     };
     let per_request = if write_timing { 2 } else { 1 };
+    let exact = 2 * flushes + 2 * syncs + writes + per_request * requests;
     Hits {
         light: light as f64 / secs,
-        exact: (light + per_request * requests) as f64 / secs,
+        exact: exact as f64 / secs,
     }
 }
 
@@ -59,10 +72,12 @@ mod tests {
                 ..Default::default()
             },
         );
-        let h = hits(&s, 2.0, Tier::Exact, true, 0);
-        assert_eq!(h.light, (200.0 + 200.0 + 100.0) / 2.0);
-        assert_eq!(h.exact, h.light + 2.0 * 2000.0 / 2.0);
-        let h = hits(&s, 2.0, Tier::Light, false, 1000);
-        assert_eq!(h.exact, h.light + 1000.0 / 2.0);
+        let h = hits(&s, 2.0, Tier::Exact, true, 0, true);
+        assert_eq!(h.light, (100.0 + 200.0 + 100.0) / 2.0);
+        assert_eq!(h.exact, (200.0 + 200.0 + 100.0 + 2.0 * 2000.0) / 2.0);
+        // Light on the C library: each sync at its entry only.
+        let h = hits(&s, 2.0, Tier::Light, false, 1000, false);
+        assert_eq!(h.light, (100.0 + 100.0 + 100.0) / 2.0);
+        assert_eq!(h.exact, (200.0 + 200.0 + 100.0 + 1000.0) / 2.0);
     }
 }

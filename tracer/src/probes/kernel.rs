@@ -55,6 +55,18 @@ pub struct KernelAttach {
     pub write_probes: Option<String>,
     /// With `Libc`: the library and the write wrappers probed in it.
     pub libc: Option<super::libc::LibcAttach>,
+    /// The syncs' latency is measured (a return probe): always but on the
+    /// light tier's C library probes ([`light_syncs_timed`]).
+    pub sync_timed: bool,
+}
+
+/// Whether the light tier times the syncs where the kernel gives `used`:
+/// fentry/fexit and kprobes cost little (a trampoline, no trap), so yes;
+/// in the C library (`used` there, or the tracepoints that light trades
+/// for it) the return would be a second uprobe trap per sync on the
+/// flush's path, so only for `--io`, which needs each sync's end.
+pub fn light_syncs_timed(used: FsyncProbe, io: bool) -> bool {
+    io || matches!(used, FsyncProbe::Fentry | FsyncProbe::Kprobe)
 }
 
 /// Where tracefs is mounted (by [`ensure_tracefs`] if it was not).
@@ -297,14 +309,17 @@ pub fn attach(
     choice: FsyncProbe,
     pid: NonZeroU32,
     tier: super::tier::Tier,
+    io: bool,
 ) -> Result<KernelAttach> {
+    let libc_timed = tier.per_commit() || light_syncs_timed(FsyncProbe::Libc, io);
     if choice == FsyncProbe::Libc {
-        let l = super::libc::attach(ebpf, pid, tier.per_commit()).map_err(|detail| {
-            Error::LibcProbeUnavailable {
-                pid: pid.get(),
-                detail,
-            }
-        })?;
+        let l =
+            super::libc::attach(ebpf, pid, tier.per_commit(), libc_timed).map_err(|detail| {
+                Error::LibcProbeUnavailable {
+                    pid: pid.get(),
+                    detail,
+                }
+            })?;
         return Ok(libc_attach(l, None));
     }
     let light_auto = choice == FsyncProbe::Auto && !tier.per_commit();
@@ -335,7 +350,7 @@ pub fn attach(
         }
     }
     if used == FsyncProbe::Tracepoint && light_auto {
-        match super::libc::attach(ebpf, pid, false) {
+        match super::libc::attach(ebpf, pid, false, libc_timed) {
             Ok(l) => return Ok(libc_attach(l, Some(refusals.join("; ")))),
             Err(detail) => refusals.push(format!("libc: {detail}")),
         }
@@ -385,6 +400,7 @@ pub fn attach(
         fallback_reason,
         write_probes: Some(write_probes),
         libc: None,
+        sync_timed: true,
     })
 }
 
@@ -396,7 +412,16 @@ pub const NO_WRITE_PROBES: &str =
 fn libc_attach(l: super::libc::LibcAttach, fallback_reason: Option<String>) -> KernelAttach {
     KernelAttach {
         used: FsyncProbe::Libc,
-        kernel_functions: Some(format!("fsync, fdatasync in {}", l.library.display())),
+        kernel_functions: Some(format!(
+            "fsync, fdatasync in {}{}",
+            l.library.display(),
+            if l.timed {
+                ""
+            } else {
+                " (counted at entry, not timed)"
+            }
+        )),
+        sync_timed: l.timed,
         fallback_reason: fallback_reason.filter(|r| !r.is_empty()),
         write_probes: (!l.writes.is_empty()).then(|| {
             format!(

@@ -37,6 +37,8 @@ const WRITES: &[(&str, &str, bool)] = &[
 pub struct LibcAttach {
     pub library: PathBuf,
     pub writes: Vec<&'static str>,
+    /// The syncs have their return probe too (their latency is measured).
+    pub timed: bool,
 }
 
 /// The C library mapped into a process, from its `/proc/<pid>/maps`: the
@@ -72,13 +74,19 @@ fn libc_of(pid: NonZeroU32) -> Result<(PathBuf, String), String> {
     Ok((file, path.to_string()))
 }
 
-/// Attaches the sync programs to `pid`'s C library, and with `writes` the
-/// write programs too. The light tier leaves the writes out: each is one
-/// more trap on the redo flush's path, which every committing client
-/// waits on, and light promises only what fires per sync. On an error
-/// nothing needs undoing here: the caller fails, and dropping its `Ebpf`
-/// detaches whatever was attached.
-pub fn attach(ebpf: &mut Ebpf, pid: NonZeroU32, writes: bool) -> Result<LibcAttach, String> {
+/// Attaches the sync programs to `pid`'s C library (with `timed`, entry
+/// and return; else one program that counts at entry), and with `writes`
+/// the write programs too. The light tier leaves the writes and the
+/// return out: each is one more trap on the redo flush's path, which
+/// every committing client waits on, and light promises only counts per
+/// sync. On an error nothing needs undoing here: the caller fails, and
+/// dropping its `Ebpf` detaches whatever was attached.
+pub fn attach(
+    ebpf: &mut Ebpf,
+    pid: NonZeroU32,
+    writes: bool,
+    timed: bool,
+) -> Result<LibcAttach, String> {
     let (file, library) = libc_of(pid)?;
     // By offset where the symbol table gives one, so the probe can sit past
     // the wrappers' single-stepped first instruction (`probes::prologue`);
@@ -99,8 +107,12 @@ pub fn attach(ebpf: &mut Ebpf, pid: NonZeroU32, writes: bool) -> Result<LibcAtta
             .map_err(|e| format!("{symbol} in the C library ({library}): {e}"))
     };
     for sym in SYNCS {
-        one(prog::SYNC_ENTER_LIBC, sym)?;
-        one(prog::SYNC_EXIT_LIBC, sym)?;
+        if timed {
+            one(prog::SYNC_ENTER_LIBC, sym)?;
+            one(prog::SYNC_EXIT_LIBC, sym)?;
+        } else {
+            one(prog::SYNC_COUNT_LIBC, sym)?;
+        }
     }
     let mut probed = Vec::new();
     for &(sym, name, required) in WRITES.iter().filter(|_| writes) {
@@ -113,6 +125,7 @@ pub fn attach(ebpf: &mut Ebpf, pid: NonZeroU32, writes: bool) -> Result<LibcAtta
     Ok(LibcAttach {
         library: PathBuf::from(library),
         writes: probed,
+        timed,
     })
 }
 

@@ -65,6 +65,9 @@ pub struct Legend {
     /// syscall wrappers where it is inlined); absent with tracepoints.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fsync_function: Option<String>,
+    /// The syncs are timed (their latency columns filled): false where the
+    /// light tier counts them at the C library's entry alone.
+    pub fsync_timed: bool,
     /// How the writes are counted: "fentry on __x64_sys_write, ...",
     /// "tracepoints sys_enter_write, ...", or the C library's wrappers.
     pub write_probe: String,

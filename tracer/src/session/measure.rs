@@ -97,7 +97,14 @@ impl Stage {
                         cost_said = true;
                         let write_timing = self.attach.as_ref().is_some_and(|a| a.probe_args.anatomy);
                         if let Ok(snap) = p.read() {
-                            let h = cost::hits(&snap, t.elapsed_s, p.tier, write_timing, t.n_write);
+                            let h = cost::hits(
+                                &snap,
+                                t.elapsed_s,
+                                p.tier,
+                                write_timing,
+                                t.n_write,
+                                p.light_syncs_timed(),
+                            );
                             ph.note(cost::line(&h, p.tier));
                         }
                     }
