@@ -17,7 +17,7 @@ pub const MAIN_COLUMNS: &[(&str, &str)] = &[
     ("n_flush", "redo flushes: calls of the redo flush function, else redo fsyncs counted in the kernel"),
     ("write/flush", "n_write per n_flush: the group-commit batching factor"),
     ("commits/flush", "the workload's commits per n_flush: exact whatever the probes can see"),
-    ("redo_p99_us", "p99 latency of the redo log's fsync/fdatasync"),
+    ("redo_p99_us", "p99 latency of the redo log's fsync/fdatasync (- where --probes light counts them at the C library's entry, untimed)"),
     ("binlog_fsync", "fsync/fdatasync calls on binlog files"),
     ("io/sync, KiB/sync, fl/sync, dev_us/syn, dev%, jnl%", "with --io: per redo sync, the block requests with data it caused and their KiB, the cache flushes, the device time, and the shares of the sync the device and the journal explain"),
 ];
@@ -28,7 +28,7 @@ pub const TRACE_COLUMNS: &[(&str, &str)] = &[
     ("durable", "the calls that asked for a flush to disk (the version's durable argument; 5.6: flush_to_disk != 0); - where commits are counted instead"),
     ("n_flush", "calls of the redo flush function (log_t::flush, Log_file_handle::fsync, fil_flush of the redo space ...); where it is inlined or absent, the redo files' fsyncs counted in the kernel"),
     ("write/flush", "durable (or commits) per n_flush: the group-commit batching factor"),
-    ("redo_fsync, redo_p50_us, redo_p99_us", "fsync/fdatasync calls on the redo log (ib_logfile*, #ib_redo*) by the server, and their latency (a log2 histogram in the kernel, interpolated)"),
+    ("redo_fsync, redo_p50_us, redo_p99_us", "fsync/fdatasync calls on the redo log (ib_logfile*, #ib_redo*) by the server, and their latency (a log2 histogram in the kernel, interpolated; - where --probes light counts them at the C library's entry, untimed)"),
     ("binlog_fsync, data_fsync", "the same for binlog files (name.NNNNNN) and data files (*.ibd, ibdata*, *.dblwr, undo*)"),
     ("io/sync, KiB/sync, fl/sync, dev_us/syn, dev%, jnl%", "with --io: per redo sync, the block requests with data it caused and their KiB, the cache flushes, the device time, and the shares of the sync the device and the journal explain"),
 ];
