@@ -924,8 +924,7 @@ pub fn sync_exit_libc(ctx: RetProbeContext) -> u32 {
 /// uprobe on the same for the light tier: the sync counted where it
 /// begins, not timed. No return probe: a uretprobe is a second trap on
 /// the redo flush's path, which every committing client waits on, and
-/// the light tier promises counts; the latency comes with exact windows
-/// and the exact tier.
+/// the light tier promises counts; the exact tier times them.
 #[uprobe]
 pub fn sync_count_libc(ctx: ProbeContext) -> u32 {
     if is_target().is_none() {

@@ -61,7 +61,8 @@ pub struct KernelAttach {
 }
 
 /// Whether the light tier times the syncs where the kernel gives `used`:
-/// fentry/fexit and kprobes cost little (a trampoline, no trap), so yes;
+/// fentry/fexit and kprobes cost little (a trampoline or an ftrace call,
+/// no trap), so yes;
 /// in the C library (`used` there, or the tracepoints that light trades
 /// for it) the return would be a second uprobe trap per sync on the
 /// flush's path, so only for `--io`, which needs each sync's end.
