@@ -53,7 +53,7 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
             .unwrap_or_else(|| "redo fsync/fdatasync (kernel)".into()),
         fsync_probe: probes.kernel.used.to_string(),
         fsync_function: probes.kernel.kernel_functions.clone(),
-        fsync_timed: probes.kernel.sync_timed,
+        fsync_timed: probes.kernel.sync_timed(),
         write_probe: probes
             .kernel
             .write_probes
@@ -62,7 +62,7 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
         fallback: plan.fallback_line().filter(|_| !light),
         anatomy: (probes.anatomy && !light).then(|| anatomy_meaning(plan)),
         io: probes.io.as_ref().map(crate::probes::io::Place::describe),
-        io_columns: matches!(probes.io, Some(crate::probes::io::Place::Device(_))),
+        io_columns: probes.io_counted(),
     }
 }
 

@@ -377,10 +377,10 @@ impl Columns {
         c.flush_timed = c.has_flush_fn
             && probes.tier.per_commit()
             && plan.flush.as_ref().is_some_and(|f| f.out_of_line);
-        c.sync_timed = probes.kernel.sync_timed;
+        c.sync_timed = probes.kernel.sync_timed();
         c.unknown_sites = c.durable.is_some() && plan.unknown_sites() > 0;
         c.writes = probes.kernel.write_probes.is_some();
-        c.io = matches!(probes.io, Some(crate::probes::io::Place::Device(_)));
+        c.io = probes.io_counted();
         c
     }
 }

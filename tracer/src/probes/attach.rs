@@ -364,10 +364,13 @@ impl Probes {
     /// Whether the light tier times the syncs on this kernel, with this
     /// run's `--io` (for the cost said under `-v`, whichever tier runs).
     pub fn light_syncs_timed(&self) -> bool {
-        kernel::light_syncs_timed(
-            self.kernel.used,
-            matches!(self.io, Some(io::Place::Device(_))),
-        )
+        kernel::light_syncs_timed(self.kernel.used, self.io_counted())
+    }
+
+    /// `--io` on a block device: its requests are counted (the `--io`
+    /// figures and columns exist).
+    pub fn io_counted(&self) -> bool {
+        matches!(self.io, Some(io::Place::Device(_)))
     }
 
     /// Whether an exact window is open.

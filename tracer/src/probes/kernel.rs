@@ -55,9 +55,14 @@ pub struct KernelAttach {
     pub write_probes: Option<String>,
     /// With `Libc`: the library and the write wrappers probed in it.
     pub libc: Option<super::libc::LibcAttach>,
+}
+
+impl KernelAttach {
     /// The syncs' latency is measured (a return probe): always but on the
     /// light tier's C library probes ([`light_syncs_timed`]).
-    pub sync_timed: bool,
+    pub fn sync_timed(&self) -> bool {
+        self.libc.as_ref().is_none_or(|l| l.timed)
+    }
 }
 
 /// Whether the light tier times the syncs where the kernel gives `used`:
@@ -401,7 +406,6 @@ pub fn attach(
         fallback_reason,
         write_probes: Some(write_probes),
         libc: None,
-        sync_timed: true,
     })
 }
 
@@ -422,7 +426,6 @@ fn libc_attach(l: super::libc::LibcAttach, fallback_reason: Option<String>) -> K
                 " (counted at entry, not timed)"
             }
         )),
-        sync_timed: l.timed,
         fallback_reason: fallback_reason.filter(|r| !r.is_empty()),
         write_probes: (!l.writes.is_empty()).then(|| {
             format!(
