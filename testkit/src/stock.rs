@@ -1,8 +1,10 @@
-//! Debian's stock MariaDB servers of the releases around this one —
-//! 10.5 (Debian 11, bullseye) and 11.8 (Debian 13, trixie) — fetched from
-//! the machine's own Debian archive and unpacked with their own C/C++
+//! Debian's stock servers of the releases around this one — MariaDB 10.5
+//! (Debian 11, bullseye), MariaDB 11.8 (Debian 13, trixie) and MySQL, the
+//! study's own server, from the unstable suite (sid) — fetched from the
+//! machine's own Debian archive and unpacked with their own C/C++
 //! libraries, so that they run here as they do on their release, stock
-//! and stripped.
+//! and stripped. Nothing names a version: the suite moves, and the cache
+//! records the version it unpacked.
 //!
 //! Why this shape: each release's `mariadbd` needs its own glibc and
 //! libstdc++ (trixie's is newer than this machine's), and installing it
@@ -24,16 +26,30 @@ use std::{
     process::{Command, Stdio},
 };
 
+/// Which server a release carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    MariaDb,
+    MySql,
+}
+
 /// One release's stock server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Release {
     /// Debian's suite name.
     pub suite: &'static str,
-    /// Debian's release number, for messages.
+    /// Debian's release number, for messages (0: unstable, no number).
     pub debian: u32,
-    /// The package that holds `mariadbd`.
+    pub family: Family,
+    /// The package that holds the server binary; its version is the
+    /// release's.
     pub package: &'static str,
-    /// The MariaDB series it carries.
+    /// Other packages unpacked beside it (the command-line client).
+    pub also: &'static [&'static str],
+    /// The server binary inside the unpacked root.
+    pub binary: &'static str,
+    /// The series it carries ("10.5", "11.8"), or the family's name where
+    /// the suite moves between series ("mysql").
     pub series: &'static str,
 }
 
@@ -42,18 +58,51 @@ pub const RELEASES: &[Release] = &[
     Release {
         suite: "bullseye",
         debian: 11,
+        family: Family::MariaDb,
         package: "mariadb-server-core-10.5",
+        also: &[],
+        binary: "usr/sbin/mariadbd",
         series: "10.5",
     },
     Release {
         suite: "trixie",
         debian: 13,
+        family: Family::MariaDb,
         package: "mariadb-server-core",
+        also: &[],
+        binary: "usr/sbin/mariadbd",
         series: "11.8",
     },
+    MYSQL,
 ];
 
+/// Debian unstable's MySQL (9.7 when this was written): the server and
+/// the `mysql` client, whose version the server's initialised datadir
+/// and authentication match.
+pub const MYSQL: Release = Release {
+    suite: "sid",
+    debian: 0,
+    family: Family::MySql,
+    package: "mysql-server-core",
+    also: &["mysql-client-core"],
+    binary: "usr/sbin/mysqld",
+    series: "mysql",
+};
+
 impl Release {
+    /// "MariaDB 10.5 (Debian 11 bullseye)", "MySQL (Debian sid)".
+    pub fn describe(&self) -> String {
+        let name = match self.family {
+            Family::MariaDb => format!("MariaDB {}", self.series),
+            Family::MySql => "MySQL".to_string(),
+        };
+        if self.debian == 0 {
+            format!("{name} (Debian {})", self.suite)
+        } else {
+            format!("{name} (Debian {} {})", self.debian, self.suite)
+        }
+    }
+
     /// The release carrying MariaDB `series` ("10.5", "11.8").
     pub fn of_series(series: &str) -> Option<Release> {
         RELEASES.iter().copied().find(|r| r.series == series)
@@ -64,8 +113,9 @@ impl Release {
 #[derive(Clone, Debug)]
 pub struct StockServer {
     pub release: Release,
-    /// `<root>/usr/sbin/mariadbd`, patched to run with `<root>`'s libraries.
-    pub mariadbd: PathBuf,
+    /// `<root>/usr/sbin/mariadbd` or `mysqld`, patched to run with
+    /// `<root>`'s libraries.
+    pub server: PathBuf,
     pub root: PathBuf,
     /// The package version (`1:10.5.23-0+deb11u1`).
     pub version: String,
@@ -80,15 +130,30 @@ pub fn cache_root() -> Option<PathBuf> {
         .map(|c| c.join("commitscope/servers"))
 }
 
+impl StockServer {
+    /// The command-line client unpacked beside the server, if any.
+    pub fn client(&self) -> Option<PathBuf> {
+        Some(self.root.join("usr/bin/mysql")).filter(|p| p.is_file())
+    }
+
+    /// The directory holding the server's `english/errmsg.sys`.
+    pub fn share(&self) -> Option<PathBuf> {
+        ["usr/share/mysql", "usr/share/mariadb"]
+            .iter()
+            .map(|d| self.root.join(d))
+            .find(|d| d.join("english/errmsg.sys").is_file())
+    }
+}
+
 /// The release's server if its cache is ready (nothing is fetched).
 pub fn cached(release: Release) -> Option<StockServer> {
     let dir = cache_root()?.join(release.suite);
     let version = fs::read_to_string(dir.join("ready")).ok()?;
     let root = dir.join("root");
-    let mariadbd = root.join("usr/sbin/mariadbd");
-    mariadbd.is_file().then(|| StockServer {
+    let server = root.join(release.binary);
+    server.is_file().then(|| StockServer {
         release,
-        mariadbd,
+        server,
         root,
         version: version.trim().to_string(),
     })
@@ -318,15 +383,18 @@ fn fill(release: Release, dir: &Path, say: &mut dyn FnMut(&str)) -> Result<(), S
     let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
     let apt = SuiteApt::new(release.suite)?;
     say(&format!(
-        "{} (Debian {}): reading the package index",
-        release.suite, release.debian
+        "{}: reading the package index",
+        release.describe()
     ));
     apt.update()?;
     // The closure as apt resolves it against an empty system.
-    let wanted = format!("{}/{}", release.package, release.suite);
+    let wanted: Vec<String> = std::iter::once(release.package)
+        .chain(release.also.iter().copied())
+        .map(|p| format!("{p}/{}", release.suite))
+        .collect();
     let plan = run(
-        apt.command("apt-get").args(["-s", "install", &wanted]),
-        &format!("apt-get -s install {wanted}"),
+        apt.command("apt-get").args(["-s", "install"]).args(&wanted),
+        &format!("apt-get -s install {}", wanted.join(" ")),
     )?;
     let pkgs: Vec<String> = plan
         .lines()
@@ -335,7 +403,7 @@ fn fill(release: Release, dir: &Path, say: &mut dyn FnMut(&str)) -> Result<(), S
         .map(str::to_string)
         .collect();
     if pkgs.is_empty() {
-        return Err(format!("apt planned no package for {wanted}"));
+        return Err(format!("apt planned no package for {}", wanted.join(" ")));
     }
     // A fresh root each fill: nothing of a cut-off one is kept.
     let root = dir.join("root");
@@ -367,8 +435,8 @@ fn fill(release: Release, dir: &Path, say: &mut dyn FnMut(&str)) -> Result<(), S
     let mut f = fs::File::create(&ready).map_err(|e| io(&ready, e))?;
     writeln!(f, "{version}").map_err(|e| io(&ready, e))?;
     say(&format!(
-        "{}: MariaDB {version} ready in {}",
-        release.suite,
+        "{}: {version} ready in {}",
+        release.describe(),
         root.display()
     ));
     Ok(())

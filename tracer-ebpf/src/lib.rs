@@ -85,10 +85,35 @@ pub enum Counter {
     /// issued (a sync with nothing to write, or writes that went to the
     /// device before it, as with O_DIRECT).
     IoSyncsWithoutWrite = 27,
+    /// Binlog groups closed: MySQL's sync-stage groups (one binlog fsync
+    /// each with `sync_binlog=1`), each closed when the next one's leader
+    /// fetches its queue; MariaDB's group-commit leader done.
+    BinlogGroups = 28,
+    /// Commits those groups carried (their sizes summed).
+    BinlogCommits = 29,
+    /// Flush-stage groups: a leader wrote its queue's caches to the
+    /// binlog (MySQL merges several into one sync group).
+    BinlogFlushGroups = 30,
+    /// Sum of the flush stages, leader's entry to the binlog write's
+    /// return, ns.
+    BinlogFlushNs = 31,
+    /// Of it, the binlog write (`flush_cache_to_file`), ns.
+    BinlogWriteNs = 32,
+    /// Sum of the sync leaders' waits from the end of their flush stage to
+    /// the binlog sync (the sync lock, `binlog_group_commit_sync_delay`), ns.
+    BinlogSyncWaitNs = 33,
+    /// Binlog syncs (`sync_binlog_file` calls) and their time, ns.
+    BinlogSyncs = 34,
+    BinlogSyncNs = 35,
+    /// Commit-stage groups and the time their leaders spent committing them.
+    BinlogCommitGroups = 36,
+    BinlogCommitNs = 37,
+    /// Binlog stage boundaries whose thread state could not be stored.
+    BinlogLost = 38,
 }
 
 /// Number of `Counter` slots.
-pub const COUNTERS: u32 = 28;
+pub const COUNTERS: u32 = 39;
 
 /// Index into the `HISTS` per-CPU array.
 #[repr(u32)]
@@ -107,22 +132,83 @@ pub enum HistKind {
     IoDevice = 4,
     /// Device time of every request on the device.
     DevDevice = 5,
+    /// Binlog group commit stages, per group: the flush stage, the sync
+    /// leader's wait before the sync, the sync, the commit stage.
+    BinlogFlush = 6,
+    BinlogSyncWait = 7,
+    BinlogSync = 8,
+    BinlogCommit = 9,
 }
 
 /// Number of `HistKind` slots.
-pub const HISTS: u32 = 6;
+pub const HISTS: u32 = 10;
 
-/// Buckets of the batch-size histogram: 0 (a flush that carried no new
-/// request), 1 to 16 each on its own, then 17-32, 33-64, ... 2049-4096,
-/// and > 4096.
-pub const BATCH_BUCKETS: usize = 26;
+/// Slots of an exact size histogram: slot `n` counts the groups of
+/// exactly `n` members; the last also holds every larger group. 4096
+/// u64s are the 32 KiB a per-CPU map value may hold.
+pub const EXACT_SIZES: usize = 4096;
 
-/// Counts per batch-size bucket, see [`batch_bucket`].
+/// Counts per exact size (see [`EXACT_SIZES`]): batches per redo flush,
+/// commits per binlog group. Percentiles read from it are sizes that
+/// occurred, never a bucket's bound.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct BatchHist {
-    pub buckets: [u64; BATCH_BUCKETS],
+pub struct SizeHist {
+    pub counts: [u64; EXACT_SIZES],
 }
+
+/// The slot of a group of `n`.
+#[inline(always)]
+pub fn size_slot(n: u64) -> usize {
+    if n >= EXACT_SIZES as u64 {
+        EXACT_SIZES - 1
+    } else {
+        n as usize
+    }
+}
+
+/// One server thread's place in the binlog group commit, while it leads
+/// a stage (timestamps in ns, 0 when not set).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct BinlogThread {
+    /// Its flush stage began (0: not leading one).
+    pub flush_start: u64,
+    /// Commits written so far by that flush stage.
+    pub members: u64,
+    /// The binlog write began.
+    pub write_start: u64,
+    /// Its flush stage ended: the queue was handed to the sync stage.
+    pub flushed_at: u64,
+    pub sync_start: u64,
+    pub commit_start: u64,
+    /// MySQL: the commits flushed before this thread's last flush group
+    /// (the [`BinlogMarks::flushed`] it found), 1 + that so 0 means unset.
+    pub mark: u64,
+}
+
+/// MySQL's sync groups, found without a probe inside the queue lock.
+/// Flush leaders hold the binlog's LOCK_log from their flush to their
+/// enrolment in the sync queue, so flush groups enter that queue in the
+/// order their flushes end; a sync group is a run of them that starts
+/// with its leader's own (its leader found the queue empty). When the
+/// next leader fetches, the previous group is everything flushed from the
+/// previous leader's flush group up to this one's.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct BinlogMarks {
+    /// Commits flushed by every flush group so far (written by flush
+    /// leaders only, one at a time under LOCK_log).
+    pub flushed: u64,
+    /// The mark of the last sync leader, 1 + its value (0: none yet).
+    pub last: u64,
+}
+
+/// Buckets of the batch-size histogram as the exporter and the summary's
+/// cells show it: 0 (a flush that carried no new request), 1 to 16 each
+/// on its own, then 17-32, 33-64, ... 2049-4096, and > 4096. The kernel
+/// counts exact sizes ([`SizeHist`]); these group them for display.
+pub const BATCH_BUCKETS: usize = 26;
 
 /// The bucket of a batch of `n` requests: `n` itself up to 16, then one
 /// bucket per power of two (17-32 is 17, 33-64 is 18, ...), the last
@@ -337,6 +423,15 @@ pub mod globals {
     pub const ISSUE_RWBS_OFF: &str = "ISSUE_RWBS_OFF";
     pub const COMPLETE_RWBS_OFF: &str = "COMPLETE_RWBS_OFF";
     pub const BIO_RWBS_OFF: &str = "BIO_RWBS_OFF";
+    /// Non-zero where a binlog group closes with its flush leader's
+    /// return (MariaDB), not at a separate sync-stage fetch (MySQL).
+    pub const BINLOG_CLOSE_AT_FLUSH: &str = "BINLOG_CLOSE_AT_FLUSH";
+    /// The predicate on the group-close function's arguments (MySQL:
+    /// the stage id is the sync stage).
+    pub const PRED_G_ARG: &str = "PRED_G_ARG";
+    pub const PRED_G_OP: &str = "PRED_G_OP";
+    pub const PRED_G_MASK: &str = "PRED_G_MASK";
+    pub const PRED_G_VALUE: &str = "PRED_G_VALUE";
 }
 
 /// Names of the maps.
@@ -352,6 +447,9 @@ pub mod maps {
     pub const FLUSH_START: &str = "FLUSH_START";
     pub const SYNC_START: &str = "SYNC_START";
     pub const IO_STATE: &str = "IO_STATE";
+    pub const BINLOG_SIZES: &str = "BINLOG_SIZES";
+    pub const BINLOG_MARKS: &str = "BINLOG_MARKS";
+    pub const BINLOG_THREADS: &str = "BINLOG_THREADS";
 }
 
 /// Names of the programs in the object file.
@@ -389,6 +487,15 @@ pub mod programs {
     pub const IO_BIO_QUEUE: &str = "io_bio_queue";
     pub const IO_RQ_ISSUE: &str = "io_rq_issue";
     pub const IO_RQ_COMPLETE: &str = "io_rq_complete";
+    pub const BINLOG_FLUSH_OPEN: &str = "binlog_flush_open";
+    pub const BINLOG_MEMBER: &str = "binlog_member";
+    pub const BINLOG_WRITE_ENTRY: &str = "binlog_write_entry";
+    pub const BINLOG_FLUSH_CLOSE: &str = "binlog_flush_close";
+    pub const BINLOG_GROUP_CLOSE: &str = "binlog_group_close";
+    pub const BINLOG_SYNC_ENTRY: &str = "binlog_sync_entry";
+    pub const BINLOG_SYNC_RETURN: &str = "binlog_sync_return";
+    pub const BINLOG_COMMIT_ENTRY: &str = "binlog_commit_entry";
+    pub const BINLOG_COMMIT_RETURN: &str = "binlog_commit_return";
 
     /// The programs that count a call when it begins or open a call that
     /// another program closes, in the order they detach when a trace ends
@@ -397,6 +504,9 @@ pub mod programs {
     /// entries only once the flushes in flight have closed, since a
     /// flush's own fdatasync may not have begun yet.
     pub const CALL_OPENERS: &[&str] = &[
+        BINLOG_FLUSH_OPEN,
+        BINLOG_SYNC_ENTRY,
+        BINLOG_COMMIT_ENTRY,
         WRITE_ENTRY,
         WRITE_SITE,
         WRITE_SITE_UNKNOWN,
@@ -448,7 +558,9 @@ mod user {
     // SAFETY: plain-old-data, `#[repr(C)]`, no padding, every bit pattern valid.
     unsafe impl aya::Pod for super::Hist {}
     unsafe impl aya::Pod for super::FdStats {}
-    unsafe impl aya::Pod for super::BatchHist {}
+    unsafe impl aya::Pod for super::SizeHist {}
+    unsafe impl aya::Pod for super::BinlogThread {}
+    unsafe impl aya::Pod for super::BinlogMarks {}
     unsafe impl aya::Pod for super::Group {}
     unsafe impl aya::Pod for super::WriteStart {}
     unsafe impl aya::Pod for super::SyncStart {}
@@ -497,6 +609,16 @@ mod tests {
         assert_eq!(k(b"FWFS"), (false, true, true));
         assert_eq!(k(b"FWS"), (false, true, false));
         assert_eq!(k(b"RA"), (false, false, false));
+    }
+
+    #[test]
+    fn sizes_are_their_own_slot_up_to_the_last() {
+        assert_eq!(size_slot(0), 0);
+        assert_eq!(size_slot(37), 37);
+        assert_eq!(size_slot(EXACT_SIZES as u64 - 2), EXACT_SIZES - 2);
+        assert_eq!(size_slot(EXACT_SIZES as u64), EXACT_SIZES - 1);
+        assert_eq!(size_slot(u64::MAX), EXACT_SIZES - 1);
+        assert_eq!(core::mem::size_of::<SizeHist>(), 32 * 1024);
     }
 
     #[test]

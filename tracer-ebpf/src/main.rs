@@ -22,10 +22,10 @@ use aya_ebpf::{
 };
 use aya_log_ebpf::warn;
 use tracer_ebpf::{
-    batch_bucket, log2_bucket, rwbs_kind, BatchHist, BatchMember, Counter, FdStats, Group, Hist,
-    HistKind, IoIssued, IoState, IoTag, JournalThreads, PredOp, SyncStart, WriteStart,
-    COUNTERS as N_COUNTERS, HISTS as N_HISTS, IO_ATTRIBUTED, IO_FLUSH, IO_FUA, IO_JOURNAL, MAX_FDS,
-    MAX_THREADS, NR_PWRITEV, NR_PWRITEV2,
+    log2_bucket, rwbs_kind, size_slot, BatchMember, BinlogMarks, BinlogThread, Counter, FdStats,
+    Group, Hist, HistKind, IoIssued, IoState, IoTag, JournalThreads, PredOp, SizeHist, SyncStart,
+    WriteStart, COUNTERS as N_COUNTERS, HISTS as N_HISTS, IO_ATTRIBUTED, IO_FLUSH, IO_FUA,
+    IO_JOURNAL, MAX_FDS, MAX_THREADS, NR_PWRITEV, NR_PWRITEV2,
 };
 
 // Configuration, written by user space into .rodata before load (so the
@@ -88,6 +88,19 @@ static ISSUE_RWBS_OFF: u32 = 34;
 static COMPLETE_RWBS_OFF: u32 = 34;
 #[no_mangle]
 static BIO_RWBS_OFF: u32 = 28;
+/// Non-zero: a binlog group closes when its flush leader's function
+/// returns (MariaDB's `trx_group_commit_leader`); zero: at the sync
+/// stage's queue fetch, which predicate G selects (MySQL).
+#[no_mangle]
+static BINLOG_CLOSE_AT_FLUSH: u32 = 0;
+#[no_mangle]
+static PRED_G_ARG: u32 = 0;
+#[no_mangle]
+static PRED_G_OP: u32 = 0;
+#[no_mangle]
+static PRED_G_MASK: u64 = 0;
+#[no_mangle]
+static PRED_G_VALUE: u64 = 0;
 
 #[map]
 static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(N_COUNTERS, 0);
@@ -95,9 +108,18 @@ static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(N_COUNTERS, 0)
 static HISTS: PerCpuArray<Hist> = PerCpuArray::with_max_entries(N_HISTS, 0);
 #[map]
 static FD_STATS: PerCpuHashMap<u32, FdStats> = PerCpuHashMap::with_max_entries(MAX_FDS, 0);
-/// Batch sizes: requests per flush (see `batch_begin`).
+/// Batch sizes: requests per flush (see `batch_begin`), exact.
 #[map]
-static BATCH: PerCpuArray<BatchHist> = PerCpuArray::with_max_entries(1, 0);
+static BATCH: PerCpuArray<SizeHist> = PerCpuArray::with_max_entries(1, 0);
+/// Binlog group sizes: commits per group, exact.
+#[map]
+static BINLOG_SIZES: PerCpuArray<SizeHist> = PerCpuArray::with_max_entries(1, 0);
+/// MySQL's sync-group marks (see `BinlogMarks`), shared by all CPUs.
+#[map]
+static BINLOG_MARKS: Array<BinlogMarks> = Array::with_max_entries(1, 0);
+/// Stage leaders' state, per thread.
+#[map]
+static BINLOG_THREADS: HashMap<u64, BinlogThread> = HashMap::with_max_entries(MAX_THREADS, 0);
 /// Requests arrived since the last flush began, shared by all CPUs.
 #[map]
 static GROUP: Array<Group> = Array::with_max_entries(1, 0);
@@ -268,8 +290,14 @@ fn batch_begin() {
     let n = if n < 0 { 0 } else { n };
     xadd(unsafe { &raw mut (*g).arrived }, -n);
     add(Counter::BatchSum, n as u64);
-    if let Some(h) = BATCH.get_ptr_mut(0) {
-        if let Some(slot) = unsafe { &mut *h }.buckets.get_mut(batch_bucket(n as u64)) {
+    count_size(&BATCH, n as u64);
+}
+
+/// One more group of `n` in an exact size histogram.
+#[inline(always)]
+fn count_size(map: &PerCpuArray<SizeHist>, n: u64) {
+    if let Some(h) = map.get_ptr_mut(0) {
+        if let Some(slot) = unsafe { &mut *h }.counts.get_mut(size_slot(n)) {
             *slot += 1;
         }
     }
@@ -415,6 +443,217 @@ pub fn flush_return(_ctx: RetProbeContext) -> u32 {
         let _ = FLUSH_START.remove(id);
         record_kind(HistKind::Flush, now.saturating_sub(ts));
     }
+    0
+}
+
+// The binlog group commit. User space attaches each program where the
+// server family has that boundary (probes/profiles.rs, `BinlogProfile`);
+// these only count and timestamp. MySQL: a flush-stage leader opens its
+// group, counts each member's cache it writes, and hands the group to the
+// sync stage when the binlog write returns; the sync leader's fetch of
+// the sync queue closes a group of everything handed over since the last
+// fetch. MariaDB: one leader does it all, and its return closes the group.
+
+/// This thread's binlog state, created zeroed on first use.
+#[inline(always)]
+fn binlog_thread(id: u64) -> Option<*mut BinlogThread> {
+    if let Some(p) = BINLOG_THREADS.get_ptr_mut(id) {
+        return Some(p);
+    }
+    let zero = BinlogThread {
+        flush_start: 0,
+        members: 0,
+        write_start: 0,
+        flushed_at: 0,
+        sync_start: 0,
+        commit_start: 0,
+        mark: 0,
+    };
+    let _ = BINLOG_THREADS.insert(id, zero, BPF_NOEXIST as u64);
+    let p = BINLOG_THREADS.get_ptr_mut(id);
+    if p.is_none() {
+        bump(Counter::BinlogLost);
+    }
+    p
+}
+
+/// A group of `n` commits closes.
+#[inline(always)]
+fn binlog_group(n: u64) {
+    bump(Counter::BinlogGroups);
+    add(Counter::BinlogCommits, n);
+    count_size(&BINLOG_SIZES, n);
+}
+
+#[uprobe]
+pub fn binlog_flush_open(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    if let Some(t) = binlog_thread(id) {
+        unsafe {
+            (*t).flush_start = bpf_ktime_get_ns();
+            (*t).members = 0;
+        }
+    }
+    0
+}
+
+/// A member's cache written by its flush leader: one per commit.
+#[uprobe]
+pub fn binlog_member(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    if let Some(t) = BINLOG_THREADS.get_ptr_mut(id) {
+        unsafe {
+            if (*t).flush_start != 0 {
+                (*t).members += 1;
+            }
+        }
+    }
+    0
+}
+
+#[uprobe]
+pub fn binlog_write_entry(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    if let Some(t) = BINLOG_THREADS.get_ptr_mut(id) {
+        unsafe {
+            if (*t).flush_start != 0 {
+                (*t).write_start = bpf_ktime_get_ns();
+            }
+        }
+    }
+    0
+}
+
+/// The flush stage ends (the binlog write returns): its commits go to the
+/// sync stage, or close a group where the family has no separate one.
+#[uretprobe]
+pub fn binlog_flush_close(_ctx: RetProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
+        return 0;
+    };
+    let now = unsafe { bpf_ktime_get_ns() };
+    let (start, n, write) = unsafe { ((*t).flush_start, (*t).members, (*t).write_start) };
+    if start == 0 {
+        return 0;
+    }
+    unsafe {
+        (*t).flush_start = 0;
+        (*t).write_start = 0;
+        (*t).flushed_at = now;
+    }
+    bump(Counter::BinlogFlushGroups);
+    let d = now.saturating_sub(start);
+    add(Counter::BinlogFlushNs, d);
+    record_kind(HistKind::BinlogFlush, d);
+    if write != 0 {
+        add(Counter::BinlogWriteNs, now.saturating_sub(write));
+    }
+    if cfg_u32(&BINLOG_CLOSE_AT_FLUSH) != 0 {
+        binlog_group(n);
+    } else if let Some(m) = BINLOG_MARKS.get_ptr_mut(0) {
+        // Plain read and write: flush leaders come here one at a time,
+        // under the server's LOCK_log.
+        unsafe {
+            let before = (*m).flushed;
+            (*t).mark = before + 1;
+            (*m).flushed = before + n;
+        }
+    }
+    0
+}
+
+/// The sync stage's leader fetches its queue: the group before it ends
+/// where this leader's own flush group began (see `BinlogMarks`). The
+/// last group of a trace is closed by nobody, the first one seen is
+/// skipped: it began before the probes.
+#[uprobe]
+pub fn binlog_group_close(ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    if !predicate(&ctx, &PRED_G_ARG, &PRED_G_OP, &PRED_G_MASK, &PRED_G_VALUE) {
+        return 0;
+    }
+    let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
+        return 0;
+    };
+    let Some(m) = BINLOG_MARKS.get_ptr_mut(0) else {
+        return 0;
+    };
+    unsafe {
+        let mark = (*t).mark;
+        if mark == 0 {
+            return 0;
+        }
+        (*t).mark = 0;
+        let last = (*m).last;
+        (*m).last = mark;
+        if last != 0 && mark >= last {
+            binlog_group(mark - last);
+        }
+    }
+    0
+}
+
+#[uprobe]
+pub fn binlog_sync_entry(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let Some(t) = binlog_thread(id) else { return 0 };
+    let now = unsafe { bpf_ktime_get_ns() };
+    unsafe {
+        (*t).sync_start = now;
+        let flushed = (*t).flushed_at;
+        if flushed != 0 {
+            (*t).flushed_at = 0;
+            let d = now.saturating_sub(flushed);
+            add(Counter::BinlogSyncWaitNs, d);
+            record_kind(HistKind::BinlogSyncWait, d);
+        }
+    }
+    0
+}
+
+#[uretprobe]
+pub fn binlog_sync_return(_ctx: RetProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
+        return 0;
+    };
+    let start = unsafe { (*t).sync_start };
+    if start == 0 {
+        return 0;
+    }
+    unsafe { (*t).sync_start = 0 };
+    let d = unsafe { bpf_ktime_get_ns() }.saturating_sub(start);
+    bump(Counter::BinlogSyncs);
+    add(Counter::BinlogSyncNs, d);
+    record_kind(HistKind::BinlogSync, d);
+    0
+}
+
+#[uprobe]
+pub fn binlog_commit_entry(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    if let Some(t) = binlog_thread(id) {
+        unsafe { (*t).commit_start = bpf_ktime_get_ns() };
+    }
+    0
+}
+
+#[uretprobe]
+pub fn binlog_commit_return(_ctx: RetProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
+        return 0;
+    };
+    let start = unsafe { (*t).commit_start };
+    if start == 0 {
+        return 0;
+    }
+    unsafe { (*t).commit_start = 0 };
+    let d = unsafe { bpf_ktime_get_ns() }.saturating_sub(start);
+    bump(Counter::BinlogCommitGroups);
+    add(Counter::BinlogCommitNs, d);
+    record_kind(HistKind::BinlogCommit, d);
     0
 }
 

@@ -110,6 +110,15 @@ impl FdTable {
         self.known.get(&fd).map_or(FileClass::Other, |(_, c)| *c)
     }
 
+    /// The class of `fd` given that some of its syncs ran inside the
+    /// redo flush function: an fd never named (closed before it could be
+    /// looked at, as MySQL 8.0.30+'s spare `#ib_redoN_tmp` files are once
+    /// prepared) is the redo log then, since that function syncs nothing
+    /// else.
+    pub fn class_synced_in_flush(&self, fd: u32) -> FileClass {
+        self.known.get(&fd).map_or(FileClass::Redo, |(_, c)| *c)
+    }
+
     pub fn path(&self, fd: u32) -> Option<&str> {
         self.known.get(&fd).map(|(p, _)| p.as_str())
     }

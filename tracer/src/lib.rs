@@ -1,7 +1,9 @@
 //! commitscope: eBPF probes in mysqld and the kernel that count how InnoDB
 //! batches commits into redo flushes. The binary is a thin shell over this.
 pub mod argv;
+pub mod binlog;
 pub mod cli;
+pub mod deltas;
 pub mod error;
 pub mod exporter;
 pub mod fds;

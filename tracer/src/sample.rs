@@ -2,73 +2,26 @@
 //! grouped by file class and log2 histograms turned into percentiles.
 use std::collections::HashMap;
 
+pub use crate::deltas::{counter_since, hist_since, ratio, LogHist, SizeQuantiles};
 use crate::{
     fds::{FdTable, FileClass, FIRST_CARRIED_FD},
-    probes::{Probes, Snapshot, WriteProbe},
+    probes::{snapshot::sizes_since, Probes, Snapshot, WriteProbe},
 };
-use tracer_ebpf::{Counter, HistKind, HIST_BUCKETS};
-
-/// A log2-ns histogram (bucket i holds [2^i, 2^(i+1)) ns).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct LogHist(pub [u64; HIST_BUCKETS]);
-
-impl LogHist {
-    pub fn since(&self, earlier: &LogHist) -> LogHist {
-        let mut out = [0; HIST_BUCKETS];
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = self.0[i].saturating_sub(earlier.0[i]);
-        }
-        LogHist(out)
-    }
-
-    pub fn add(&mut self, other: &LogHist) {
-        for (a, b) in self.0.iter_mut().zip(other.0) {
-            *a += b;
-        }
-    }
-
-    pub fn count(&self) -> u64 {
-        self.0.iter().sum()
-    }
-
-    /// The q-quantile in microseconds, linearly interpolated inside its
-    /// bucket; `None` when empty. Accurate to the bucket (a factor of 2).
-    pub fn quantile_us(&self, q: f64) -> Option<f64> {
-        let total = self.count();
-        if total == 0 {
-            return None;
-        }
-        let rank = (q * total as f64).max(1.0);
-        let mut seen = 0.0;
-        for (i, &n) in self.0.iter().enumerate() {
-            if n == 0 {
-                continue;
-            }
-            let next = seen + n as f64;
-            if next >= rank {
-                let lo = if i == 0 { 0.0 } else { (1u64 << i) as f64 };
-                let hi = (1u64 << (i + 1)) as f64;
-                let frac = (rank - seen) / n as f64;
-                return Some((lo + frac * (hi - lo)) / 1000.0);
-            }
-            seen = next;
-        }
-        None
-    }
-}
+use tracer_ebpf::{Counter, HistKind};
 
 /// Batch sizes over an interval: how many requests each redo flush
-/// carried ([`tracer_ebpf::batch_bucket`]'s buckets).
+/// carried, counted per exact size in the kernel.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Batch {
-    /// Flushes per bucket: 0, 1 ... 16, 17-32, 33-64 ... 2049-4096, > 4096.
+    /// Flushes per display bucket ([`tracer_ebpf::batch_bucket`]): 0, 1
+    /// ... 16, 17-32, 33-64 ... 2049-4096, > 4096.
     pub hist: Vec<u64>,
     /// Flushes recorded (the histogram's total).
     pub flushes: u64,
     /// Exact mean batch size (the kernel sums the sizes too).
     pub mean: Option<f64>,
-    /// Percentiles and maximum as bucket upper bounds: exact up to 16,
-    /// then 32, 64, ... 4096, and 4097 for "> 4096".
+    /// Percentiles and maximum: sizes that occurred, exact up to
+    /// [`tracer_ebpf::EXACT_SIZES`] - 2 (the last slot holds the rest).
     pub p50: Option<u64>,
     pub p90: Option<u64>,
     pub p99: Option<u64>,
@@ -93,25 +46,28 @@ pub fn batch_label(bucket: usize) -> String {
     }
 }
 
+/// Exact sizes grouped into the display buckets.
+pub fn size_buckets(sizes: &[u64]) -> Vec<u64> {
+    let mut hist = vec![0u64; tracer_ebpf::BATCH_BUCKETS];
+    for (n, count) in sizes.iter().enumerate() {
+        hist[tracer_ebpf::batch_bucket(n as u64)] += count;
+    }
+    hist
+}
+
 impl Batch {
-    pub fn from_hist(hist: &[u64], sum: u64) -> Self {
-        let flushes: u64 = hist.iter().sum();
-        let q = |q: f64| {
-            let rank = ((q * flushes as f64).ceil() as u64).max(1);
-            let mut seen = 0;
-            hist.iter().enumerate().find_map(|(b, n)| {
-                seen += n;
-                (flushes > 0 && seen >= rank).then(|| batch_upper(b))
-            })
-        };
+    /// From exact counts per size and the sizes' sum.
+    pub fn from_sizes(sizes: &[u64], sum: u64) -> Self {
+        let flushes: u64 = sizes.iter().sum();
+        let q = SizeQuantiles::of(sizes);
         Batch {
-            hist: hist.to_vec(),
+            hist: size_buckets(sizes),
             flushes,
             mean: ratio(sum, flushes),
-            p50: q(0.50),
-            p90: q(0.90),
-            p99: q(0.99),
-            max: hist.iter().rposition(|n| *n > 0).map(batch_upper),
+            p50: q.p50,
+            p90: q.p90,
+            p99: q.p99,
+            max: q.max,
         }
     }
 }
@@ -206,6 +162,9 @@ pub struct Interval {
     /// `--io` on a block device: what the disk did for the redo syncs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub io: Option<IoFigures>,
+    /// The binlog group commit, where its probes are attached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub binlog: Option<crate::binlog::BinlogGroups>,
 }
 
 /// `--io`: the block requests the redo syncs caused over an interval, and
@@ -323,6 +282,8 @@ pub struct Columns {
     pub writes: bool,
     /// `--io` on a block device: the block requests are counted.
     pub io: bool,
+    /// The binlog group commit's probes are attached.
+    pub binlog: bool,
 }
 
 impl Columns {
@@ -340,6 +301,7 @@ impl Columns {
                 per_commit: true,
                 writes: true,
                 io: false,
+                binlog: false,
             },
             WriteProbe::ServerLayer { .. } => Columns {
                 requests: Source::AllCalls,
@@ -352,6 +314,7 @@ impl Columns {
                 per_commit: true,
                 writes: true,
                 io: false,
+                binlog: false,
             },
         }
     }
@@ -381,22 +344,9 @@ impl Columns {
         c.unknown_sites = c.durable.is_some() && plan.unknown_sites() > 0;
         c.writes = probes.kernel.write_probes.is_some();
         c.io = probes.io_counted();
+        c.binlog = probes.binlog_counted();
         c
     }
-}
-
-/// A counter's growth from `prev` to `cur`.
-fn counter_since(prev: &Snapshot, cur: &Snapshot, c: Counter) -> u64 {
-    cur.counter(c).saturating_sub(prev.counter(c))
-}
-
-/// A histogram's growth from `prev` to `cur`.
-fn hist_since(prev: &Snapshot, cur: &Snapshot, k: HistKind) -> LogHist {
-    LogHist(cur.hists[k as usize]).since(&LogHist(prev.hists[k as usize]))
-}
-
-pub fn ratio(a: u64, b: u64) -> Option<f64> {
-    (b > 0).then(|| a as f64 / b as f64)
 }
 
 /// The workload's writing commits per redo flush: true even when n_write
@@ -409,7 +359,12 @@ pub fn commits_per_flush(commits: u64, trace: Option<&Interval>) -> Option<f64> 
 pub fn by_class(prev: &Snapshot, cur: &Snapshot, fds: &FdTable, class: FileClass) -> ClassTotals {
     let mut t = ClassTotals::default();
     for (fd, now) in &cur.fds {
-        if fds.class(*fd) != class {
+        let is = if now.syncs_in_flush > 0 {
+            fds.class_synced_in_flush(*fd)
+        } else {
+            fds.class(*fd)
+        };
+        if is != class {
             continue;
         }
         let before = prev.fds.get(fd).copied().unwrap_or_default();
@@ -476,14 +431,7 @@ impl Interval {
             // Without the write probes nothing arrives between flushes:
             // the kernel's batches are empty, not batches of zero.
             batch: if cols.per_commit {
-                Batch::from_hist(
-                    &cur.batch
-                        .iter()
-                        .zip(prev.batch)
-                        .map(|(c, p)| c.saturating_sub(p))
-                        .collect::<Vec<_>>(),
-                    d(Counter::BatchSum),
-                )
+                Batch::from_sizes(&sizes_since(&prev.batch, &cur.batch), d(Counter::BatchSum))
             } else {
                 Batch::default()
             },
@@ -501,6 +449,13 @@ impl Interval {
                 }
             }),
             io,
+            binlog: cols.binlog.then(|| {
+                crate::binlog::BinlogGroups::between(
+                    prev,
+                    cur,
+                    by_class(prev, cur, fds, FileClass::Binlog).syncs,
+                )
+            }),
         }
     }
 }
@@ -742,12 +697,14 @@ pub fn test_interval(durable: Option<u64>, inside: Option<u64>) -> Interval {
         batch: Default::default(),
         anatomy: None,
         io: None,
+        binlog: None,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tracer_ebpf::HIST_BUCKETS;
 
     #[test]
     fn a_stall_is_marked_after_two_seconds_without_a_commit() {

@@ -58,6 +58,47 @@ pub const ROWS: &[Row] = &[
     },
 ];
 
+/// Where a row's ratio comes from: where the commits group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RatioSource {
+    /// Commits per binlog group: with the binlog on, the flush-stage
+    /// leader asks InnoDB for one redo flush per group, so the group
+    /// forms in the binlog's stages.
+    BinlogGroups,
+    /// The study's own n_write:n_flush (durable log_write_up_to calls per
+    /// redo flush).
+    NWriteNFlush,
+    /// Server-layer commits per redo flush (InnoDB's symbols hidden).
+    CommitsNFlush,
+}
+
+impl RatioSource {
+    /// The table's label for it.
+    pub fn label(self) -> &'static str {
+        match self {
+            RatioSource::BinlogGroups => "binlog group",
+            RatioSource::NWriteNFlush => "n_write:n_flush",
+            RatioSource::CommitsNFlush => "commits:n_flush",
+        }
+    }
+}
+
+/// A row's batching ratio, from where the group forms: the binlog's
+/// groups when any closed, else the InnoDB side's n_write:n_flush.
+pub fn ratio(s: &RunSummary, fallback: bool) -> (Option<f64>, RatioSource) {
+    let t = s.trace.as_ref();
+    if let Some(b) = t.and_then(|t| t.binlog.as_ref()).filter(|b| b.groups > 0) {
+        return (b.mean, RatioSource::BinlogGroups);
+    }
+    let src = if fallback {
+        RatioSource::CommitsNFlush
+    } else {
+        RatioSource::NWriteNFlush
+    };
+    (t.and_then(|t| t.write_per_flush), src)
+}
+
 /// The study table, as text.
 pub fn table(out: &mut impl Write, done: &[(&Row, RunSummary)], fallback: bool, secs: f64) {
     let _ = writeln!(
@@ -66,31 +107,33 @@ pub fn table(out: &mut impl Write, done: &[(&Row, RunSummary)], fallback: bool, 
     );
     let _ = writeln!(
         out,
-        "{:<26} {:>7} {:>10} {:>17} {:>14} {:>17} {:>9} {:>9} {:>18}",
+        "{:<26} {:>7} {:>10} {:>8} {:>16} {:>14} {:>17} {:>9} {:>9} {:>18}",
         "scenario",
         "threads",
         "tps",
-        if fallback {
-            "commits:n_flush"
-        } else {
-            "n_write:n_flush"
-        },
+        "ratio",
+        "ratio_source",
         "commits/flush",
         "study (published)",
         "p50_batch",
         "p99_batch",
         "redo_fsync_p99_us"
     );
+    let mut sources = Vec::new();
     for (row, s) in done {
         let t = s.trace.as_ref();
+        let (r, src) = ratio(s, fallback);
+        if !sources.contains(&src) {
+            sources.push(src);
+        }
         let _ = writeln!(
             out,
-            "{:<26} {:>7} {:>10.1} {:>17} {:>14} {:>17} {:>9} {:>9} {:>18}",
+            "{:<26} {:>7} {:>10.1} {:>8} {:>16} {:>14} {:>17} {:>9} {:>9} {:>18}",
             format!("{}. {}", row.key, row.what),
             row.threads,
             s.workload.mean_tps,
-            t.and_then(|t| t.write_per_flush)
-                .map_or_else(|| "-".into(), |r| format!("{r:.2}:1")),
+            r.map_or_else(|| "-".into(), |r| format!("{r:.2}:1")),
+            src.label(),
             opt_f(s.commits_per_flush, 2),
             row.published,
             opt_u(t.and_then(|t| t.batch.p50)),
@@ -98,10 +141,15 @@ pub fn table(out: &mut impl Write, done: &[(&Row, RunSummary)], fallback: bool, 
             opt_f(t.and_then(|t| t.redo_p99_us), 0)
         );
     }
-    if fallback {
+    for src in sources {
+        let why = match src {
+            RatioSource::BinlogGroups => "ratio is commits per binlog group: with the binlog on, the group forms in the binlog's flush/sync/commit stages and the flush leader makes one redo flush per group, so InnoDB's n_write:n_flush stays near 1:1 (p50/p99_batch are per redo flush)",
+            RatioSource::NWriteNFlush => "ratio is the study's n_write:n_flush: durable log_write_up_to calls per redo flush",
+            RatioSource::CommitsNFlush => "the server hides log_write_up_to: ratio counts commits at the server layer per redo flush",
+        };
         let _ = writeln!(
             out,
-            "(the server hides log_write_up_to: the first ratio counts commits at the server layer; commits/flush is the workload's own count either way)"
+            "({why}; commits/flush is the workload's own count either way)"
         );
     }
     let _ = out.flush();
@@ -176,7 +224,11 @@ pub fn run(args: StudyArgs) -> Result<()> {
             let rows: Vec<serde_json::Value> = done
                 .iter()
                 .map(|(r, s)| {
+                    let (ratio, source) = ratio(s, fallback);
                     serde_json::json!({
+                        "ratio": ratio,
+                        "ratio_source": source,
+                        "binlog": s.trace.as_ref().and_then(|t| t.binlog.as_ref()),
                         "scenario": r.key.to_string(),
                         "what": r.what,
                         "threads": r.threads,

@@ -21,11 +21,7 @@ fn stock_server(series: &str) -> stock::StockServer {
 
 /// The share directory holding a stock server's messages and SQL.
 fn stock_share(s: &stock::StockServer) -> PathBuf {
-    ["usr/share/mysql", "usr/share/mariadb"]
-        .iter()
-        .map(|d| s.root.join(d))
-        .find(|d| d.join("english/errmsg.sys").is_file())
-        .expect("the package's share directory")
+    s.share().expect("the package's share directory")
 }
 
 /// `cs_test.tb` with ids 1..=100, made without the sequence engine (the
@@ -107,7 +103,7 @@ fn stock_10_5_and_11_8_run_managed_under_the_main_command() {
     for (series, version) in [("10.5", "MariaDB 10.5."), ("11.8", "MariaDB 11.8.")] {
         let st = stock_server(series);
         for threads in [8, 64] {
-            let s = managed(&st.mariadbd, threads, version);
+            let s = managed(&st.server, threads, version);
             // Stripped: commits at the server layer.
             assert!(s["header"]["legend"]["fallback"].is_string(), "{s}");
         }
@@ -123,7 +119,7 @@ fn stock_10_5_and_11_8_are_traced_by_pid() {
     }
     for series in ["10.5", "11.8"] {
         let st = stock_server(series);
-        let server = Server::start(&st.mariadbd, Some(&stock_share(&st)), &[])
+        let server = Server::start(&st.server, Some(&stock_share(&st)), &[])
             .unwrap_or_else(|e| panic!("start MariaDB {series}: {e}"));
         prepare(&server);
         let tracer = Tracer::start(server.pid(), &[]);
@@ -155,7 +151,7 @@ fn old_servers_and_missing_libraries_are_one_line() {
     // The stock binary without its libraries: its loader path points
     // at a root that is not there.
     let bin = d.path().join("mariadbd");
-    std::fs::copy(&st.mariadbd, &bin).unwrap();
+    std::fs::copy(&st.server, &bin).unwrap();
     run(std::process::Command::new("patchelf")
         .args(["--set-rpath", "/nonexistent", "--set-interpreter"])
         .arg("/lib64/ld-linux-x86-64.so.2")

@@ -72,7 +72,7 @@ pub fn releases(bin: &Path, threads: u32, seconds: u32, rounds: u32) -> anyhow::
     for r in testkit::stock::RELEASES {
         let s = testkit::stock::ensure(*r, &mut |l| eprintln!("bench: servers: {l}"))
             .map_err(anyhow::Error::msg)?;
-        servers.push((format!("{} (Debian {})", r.series, r.debian), s.mariadbd));
+        servers.push((r.describe(), s.server));
     }
     let mut tps: Vec<Vec<f64>> = vec![Vec::new(); servers.len()];
     let mut checks: Vec<f64> = vec![0.0; servers.len()];

@@ -42,8 +42,9 @@ enum Cmd {
     },
     /// fmt check, clippy -D warnings, the hermetic-tests check, no import circles.
     Lint,
-    /// Debian's stock MariaDB 10.5 (bullseye) and 11.8 (trixie), with their
-    /// own libraries, into ~/.cache/commitscope/servers (idempotent).
+    /// Debian's stock MariaDB 10.5 (bullseye) and 11.8 (trixie) and MySQL
+    /// (sid), with their own libraries, into ~/.cache/commitscope/servers
+    /// (idempotent; `setup` does it too).
     Servers,
     /// setup + release build + run commitscope with ARGS.
     Run {
@@ -98,7 +99,7 @@ fn main() {
         }
         Cmd::Test { args } => test(&args),
         Cmd::Lint => lint(),
-        Cmd::Servers => setup::run().and_then(|_| servers()),
+        Cmd::Servers => setup::run(),
         Cmd::Run { args } => run(&args),
         Cmd::Fuzz { seconds, targets } => setup::run().and_then(|_| fuzz::run(seconds, &targets)),
         Cmd::Soak { minutes, threads } => setup::run().and_then(|_| soak::run(minutes, threads)),
@@ -179,23 +180,6 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     // installed, used and removed here.
     failed.stage("dist-test", dist::test());
     failed.finish()
-}
-
-/// Fetches every stock server of [`testkit::stock::RELEASES`], one line
-/// per step, and names where each one is.
-fn servers() -> anyhow::Result<()> {
-    for r in testkit::stock::RELEASES {
-        let s = testkit::stock::ensure(*r, &mut |l| eprintln!("xtask: servers: {l}"))
-            .map_err(|e| anyhow::anyhow!("MariaDB {} from Debian {}: {e}", r.series, r.debian))?;
-        println!(
-            "MariaDB {} (Debian {} {}): {}",
-            s.version,
-            r.debian,
-            r.suite,
-            s.mariadbd.display()
-        );
-    }
-    Ok(())
 }
 
 fn run(args: &[String]) -> anyhow::Result<()> {

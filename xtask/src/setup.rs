@@ -75,6 +75,23 @@ pub fn run() -> anyhow::Result<()> {
     bpf_linker()?;
     cargo_fuzz()?;
     tracefs()?;
+    servers()
+}
+
+/// Every stock server of [`testkit::stock::RELEASES`] (the other Debian
+/// releases' MariaDB, unstable's MySQL) into the cache, one line per step
+/// when something is fetched; a second or so when all are there.
+pub fn servers() -> anyhow::Result<()> {
+    for r in testkit::stock::RELEASES {
+        let s = testkit::stock::ensure(*r, &mut |l| eprintln!("xtask: servers: {l}"))
+            .map_err(|e| anyhow::anyhow!("{}: {e}", r.describe()))?;
+        eprintln!(
+            "xtask: servers: {} {}: {}",
+            r.describe(),
+            s.version,
+            s.server.display()
+        );
+    }
     Ok(())
 }
 

@@ -96,8 +96,13 @@ impl Totals {
         };
         self.lost += d(Counter::SyncLost) + d(Counter::TimingLost) + d(Counter::WriteLost);
         if cols.per_commit {
-            for (i, b) in self.batch.iter_mut().enumerate() {
-                *b += cur.batch[i].saturating_sub(prev.batch[i]);
+            // The kernel's exact sizes, in the exporter's buckets.
+            let buckets = crate::sample::size_buckets(&crate::probes::snapshot::sizes_since(
+                &prev.batch,
+                &cur.batch,
+            ));
+            for (b, n) in self.batch.iter_mut().zip(buckets) {
+                *b += n;
             }
             self.batch_sum += d(Counter::BatchSum);
         }
@@ -151,6 +156,7 @@ mod tests {
             per_commit: true,
             writes: true,
             io: false,
+            binlog: false,
         }
     }
 

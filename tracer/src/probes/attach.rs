@@ -13,7 +13,7 @@ use aya::{
 use tracer_ebpf::{globals as g, maps, programs as prog, BatchMember};
 
 use super::{
-    clock, ebpf_log, io,
+    binlog, clock, ebpf_log, io,
     kernel::{self, KernelAttach},
     plan::{site_readable, Plan, Target, WriteProbe},
     profiles::{Pred, Source},
@@ -66,6 +66,8 @@ pub struct Probes {
     pub(super) attached_at_ns: u64,
     /// `--io`: where the redo log is (None without `--io`).
     pub io: Option<io::Place>,
+    /// The binlog group commit's probes are attached.
+    pub(super) binlog: bool,
 }
 
 fn set_pred<'a>(l: &mut EbpfLoader<'a>, names: [&'a str; 4], p: &'a Pred, op: &'a u32) {
@@ -230,6 +232,21 @@ impl Probes {
             &pred_f,
             &ops[2],
         );
+        // The binlog set goes with the per-commit tier (its member probe
+        // fires once per commit).
+        let binlog_plan = plan.binlog.as_ref().filter(|_| target.tier.per_commit());
+        let pred_g = binlog_plan
+            .and_then(|b| b.group_close.as_ref())
+            .map_or(Pred::OFF, |(_, p)| *p);
+        let close_at_flush = u32::from(binlog_plan.is_some_and(|b| b.group_close.is_none()));
+        let op_g = pred_g.op as u32;
+        loader.override_global(g::BINLOG_CLOSE_AT_FLUSH, &close_at_flush, true);
+        set_pred(
+            &mut loader,
+            [g::PRED_G_ARG, g::PRED_G_OP, g::PRED_G_MASK, g::PRED_G_VALUE],
+            &pred_g,
+            &op_g,
+        );
         let mut ebpf = loader
             .load(OBJECT)
             .map_err(|e| Error::Load(e.to_string()))?;
@@ -301,7 +318,14 @@ impl Probes {
                 );
             }
         }
+        let binlog = binlog_plan.is_some();
+        if let Some(b) = binlog_plan {
+            binlog::attach(&mut ebpf, b, exe, pid, |kind, at| {
+                note("binlog", kind, at, at.file_offset, None)
+            })?;
+        }
         let mut p = Probes {
+            binlog,
             ebpf,
             logs,
             plan,
@@ -365,6 +389,11 @@ impl Probes {
     /// run's `--io` (for the cost said under `-v`, whichever tier runs).
     pub fn light_syncs_timed(&self) -> bool {
         kernel::light_syncs_timed(self.kernel.used, self.io_counted())
+    }
+
+    /// The binlog group commit's probes are attached (its figures exist).
+    pub fn binlog_counted(&self) -> bool {
+        self.binlog
     }
 
     /// `--io` on a block device: its requests are counted (the `--io`

@@ -3,6 +3,7 @@
 //! (read, snapshot, settle) and what they cost (tier, cost). This file only
 //! names the rooms; each imports its siblings, never this one.
 pub mod attach;
+pub mod binlog;
 pub mod clock;
 pub mod cost;
 pub mod debuginfod;

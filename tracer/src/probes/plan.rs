@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::{
     debuginfod,
     fsync_choice::FsyncProbe,
-    profiles::{self, Pred, Profile, ServerId},
+    profiles::{self, BinlogProfile, Pred, Profile, ServerId},
     symbols::{self, Resolved, Resolver},
     tier::Tier,
 };
@@ -79,6 +79,44 @@ impl WriteProbe {
     }
 }
 
+/// Where the binlog group commit's probes go: every boundary of a
+/// [`BinlogProfile`] row found out of line in the binary.
+#[derive(Clone, Debug)]
+pub struct BinlogPlan {
+    pub profile: &'static BinlogProfile,
+    pub flush_open: Resolved,
+    pub member: Resolved,
+    pub write: Resolved,
+    pub group_close: Option<(Resolved, Pred)>,
+    pub sync: Resolved,
+    pub commit: Resolved,
+}
+
+impl BinlogPlan {
+    /// The first row whose every boundary is in `r` out of line (an
+    /// inlined stage boundary has no return to probe).
+    fn find(r: &Resolver, server: Option<ServerId>) -> Option<BinlogPlan> {
+        let at = |names: &[&str]| r.resolve(names).filter(|x| x.out_of_line);
+        profiles::binlog_candidates(server)
+            .into_iter()
+            .find_map(|p| {
+                let group_close = match p.group_close {
+                    Some((names, pred)) => Some((at(names)?, pred)),
+                    None => None,
+                };
+                Some(BinlogPlan {
+                    profile: p,
+                    flush_open: at(p.flush_open)?,
+                    member: at(p.member)?,
+                    write: at(p.write)?,
+                    group_close,
+                    sync: at(p.sync)?,
+                    commit: at(p.commit)?,
+                })
+            })
+    }
+}
+
 /// The attach plan, before anything touches the kernel: pure ELF work, so
 /// bad input is rejected without root.
 #[derive(Clone, Debug)]
@@ -93,6 +131,8 @@ pub struct Plan {
     pub debug_looked_for: Vec<PathBuf>,
     /// What debuginfod was asked, when the other sources fell short.
     pub debuginfod: Option<debuginfod::Looked>,
+    /// The binlog group commit's boundaries, where the binary has them.
+    pub binlog: Option<BinlogPlan>,
 }
 
 impl Plan {
@@ -168,6 +208,7 @@ impl Plan {
                 flush_missing,
                 server,
                 exe: target.exe.clone(),
+                binlog: BinlogPlan::find(&r, server),
                 debug_looked_for: r.looked_for,
                 debuginfod: debuginfod_looked,
             });
@@ -187,6 +228,7 @@ impl Plan {
                 flush_missing: Vec::new(),
                 server,
                 exe: target.exe.clone(),
+                binlog: BinlogPlan::find(&r, server),
                 debug_looked_for: r.looked_for,
                 debuginfod: debuginfod_looked,
             });

@@ -378,6 +378,70 @@ pub const PROFILES: &[Profile] = &[
     },
 ];
 
+/// Where a family's binlog group commit has its boundaries: each field is
+/// a function (mangled names, alternatives best first) and the program
+/// that goes there. The path is data: a new family or version adds a
+/// row, not a branch. See tracer-ebpf's `binlog_*` programs.
+#[derive(Clone, Debug)]
+pub struct BinlogProfile {
+    pub name: &'static str,
+    pub flavor: Flavor,
+    pub from: Version,
+    pub to: Version,
+    /// A flush-stage leader begins writing its queue (entry).
+    pub flush_open: &'static [&'static str],
+    /// Called by that leader once per member it writes (entry): one per
+    /// commit, the only per-commit probe of the set.
+    pub member: &'static [&'static str],
+    /// The binlog write, whose return ends the flush stage (entry and
+    /// return).
+    pub write: &'static [&'static str],
+    /// Where a group closes: the sync stage's queue fetch, with the
+    /// predicate that picks the sync stage out of the others. None: the
+    /// group closes with its flush stage.
+    pub group_close: Option<(&'static [&'static str], Pred)>,
+    /// The binlog sync (entry and return).
+    pub sync: &'static [&'static str],
+    /// The commit stage's leader committing its queue (entry and return).
+    pub commit: &'static [&'static str],
+}
+
+/// `Commit_stage_manager::StageID::SYNC_STAGE` (flush 0, sync 1, commit 2,
+/// after-commit 3), the second argument of `fetch_queue_acquire_lock`
+/// after `this`.
+const MYSQL_SYNC_STAGE: Pred = Pred::equals(1, 0xffff_ffff, 1);
+
+pub const BINLOG_PROFILES: &[BinlogProfile] = &[BinlogProfile {
+    name: "mysql-8.0.30+ binlog",
+    flavor: Flavor::MySql,
+    from: v(8, 0, 30),
+    to: v(9, 999, 999),
+    flush_open: &[
+        // 9.x: (total_bytes, out_queue); 8.0: (total_bytes, rotate, out_queue).
+        "_ZN13MYSQL_BIN_LOG25process_flush_stage_queueEPyPP3THD",
+        "_ZN13MYSQL_BIN_LOG25process_flush_stage_queueEPyPbPP3THD",
+    ],
+    member: &["_ZN13MYSQL_BIN_LOG19flush_thread_cachesEP3THD"],
+    write: &["_ZN13MYSQL_BIN_LOG19flush_cache_to_fileEPy"],
+    group_close: Some((
+        &["_ZN20Commit_stage_manager24fetch_queue_acquire_lockENS_7StageIDE"],
+        MYSQL_SYNC_STAGE,
+    )),
+    sync: &["_ZN13MYSQL_BIN_LOG16sync_binlog_fileEb"],
+    commit: &["_ZN13MYSQL_BIN_LOG26process_commit_stage_queueEP3THDS1_"],
+}];
+
+/// The binlog rows worth trying for `id`, best first (every row for an
+/// unknown server: the symbols decide).
+pub fn binlog_candidates(id: Option<ServerId>) -> Vec<&'static BinlogProfile> {
+    let mut rows: Vec<&BinlogProfile> = BINLOG_PROFILES.iter().collect();
+    if let Some(id) = id {
+        rows.retain(|p| p.flavor == id.flavor);
+        rows.sort_by_key(|p| !(p.from <= id.version && id.version <= p.to));
+    }
+    rows
+}
+
 /// Exported server-layer commit functions, present even in stripped
 /// MariaDB whose InnoDB symbols are hidden. One call per commit.
 pub const FALLBACKS: &[&str] = &["_Z19ha_commit_one_phaseP3THDb", "_Z12trans_commitP3THD"];

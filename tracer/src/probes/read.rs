@@ -1,7 +1,7 @@
 //! Reading the maps: every counter, fd and histogram once, as a
 //! [`Snapshot`]; the fd keys alone, for naming them; the programs' log.
 use aya::maps::{PerCpuArray, PerCpuHashMap};
-use tracer_ebpf::{maps, BatchHist, FdStats};
+use tracer_ebpf::{maps, FdStats, SizeHist};
 
 use super::{attach::Probes, snapshot::Snapshot};
 use crate::error::{Error, Result};
@@ -27,6 +27,27 @@ impl Probes {
                 detail: e.to_string(),
             })?;
         Ok(fds.keys().filter_map(std::result::Result::ok).collect())
+    }
+
+    /// An exact size histogram ([`SizeHist`]) summed over CPUs, cut after
+    /// its last non-zero slot (one read of the whole per-CPU value).
+    fn sizes(&self, map: &'static str) -> Result<Vec<u64>> {
+        let err = |detail: String| Error::MapRead { map, detail };
+        let m: PerCpuArray<_, SizeHist> = PerCpuArray::try_from(
+            self.ebpf
+                .map(map)
+                .ok_or_else(|| err("missing from the object".into()))?,
+        )
+        .map_err(|e| err(e.to_string()))?;
+        let mut out = vec![0u64; tracer_ebpf::EXACT_SIZES];
+        for h in m.get(&0, 0).map_err(|e| err(e.to_string()))?.iter() {
+            for (acc, n) in out.iter_mut().zip(h.counts) {
+                *acc += n;
+            }
+        }
+        let used = out.iter().rposition(|n| *n > 0).map_or(0, |i| i + 1);
+        out.truncate(used);
+        Ok(out)
     }
 
     /// Reads every map once: cumulative totals since attach.
@@ -79,17 +100,8 @@ impl Probes {
                 }
             }
         }
-        let batch: PerCpuArray<_, BatchHist> = PerCpuArray::try_from(
-            self.ebpf
-                .map(maps::BATCH)
-                .ok_or_else(|| missing(maps::BATCH))?,
-        )
-        .map_err(map_err(maps::BATCH))?;
-        for h in batch.get(&0, 0).map_err(map_err(maps::BATCH))?.iter() {
-            for (acc, b) in snap.batch.iter_mut().zip(h.buckets) {
-                *acc += b;
-            }
-        }
+        snap.batch = self.sizes(maps::BATCH)?;
+        snap.binlog_sizes = self.sizes(maps::BINLOG_SIZES)?;
 
         let hists: PerCpuArray<_, tracer_ebpf::Hist> = PerCpuArray::try_from(
             self.ebpf

@@ -3,21 +3,38 @@
 //! on it without the programs.
 use std::collections::HashMap;
 
-use tracer_ebpf::{Counter, BATCH_BUCKETS, HIST_BUCKETS};
+use tracer_ebpf::{Counter, HIST_BUCKETS};
 
 use super::profiles::Source;
 
 /// Cumulative counts since attach, summed over CPUs.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Snapshot {
     pub counters: [u64; tracer_ebpf::COUNTERS as usize],
     pub hists: [[u64; HIST_BUCKETS]; tracer_ebpf::HISTS as usize],
     pub fds: HashMap<u32, FdTotals>,
-    /// Flushes per batch-size bucket ([`tracer_ebpf::batch_bucket`]).
-    pub batch: [u64; BATCH_BUCKETS],
+    /// Flushes per exact batch size ([`tracer_ebpf::SizeHist`]; empty
+    /// before the first read).
+    pub batch: Vec<u64>,
+    /// Binlog groups per exact size in commits (empty: none counted).
+    pub binlog_sizes: Vec<u64>,
     /// Light tier: the server's commit counter at this read (set by the
     /// caller, who can log in; 0 when nothing counts commits).
     pub commits: u64,
+}
+
+// By hand: arrays of more than 32 have no derived Default.
+impl Default for Snapshot {
+    fn default() -> Self {
+        Snapshot {
+            counters: [0; tracer_ebpf::COUNTERS as usize],
+            hists: Default::default(),
+            fds: HashMap::new(),
+            batch: Vec::new(),
+            binlog_sizes: Vec::new(),
+            commits: 0,
+        }
+    }
 }
 
 /// `FdStats` summed over CPUs.
@@ -31,6 +48,24 @@ pub struct FdTotals {
     pub hist: [u64; HIST_BUCKETS],
 }
 
+/// `into[n] += from[n]`, growing `into` as needed.
+pub fn add_sizes(into: &mut Vec<u64>, from: &[u64]) {
+    if into.len() < from.len() {
+        into.resize(from.len(), 0);
+    }
+    for (a, b) in into.iter_mut().zip(from) {
+        *a += b;
+    }
+}
+
+/// The growth per size from `prev` to `cur` (either may be empty).
+pub fn sizes_since(prev: &[u64], cur: &[u64]) -> Vec<u64> {
+    cur.iter()
+        .enumerate()
+        .map(|(i, c)| c.saturating_sub(prev.get(i).copied().unwrap_or(0)))
+        .collect()
+}
+
 impl Snapshot {
     /// Adds `other`'s counts (fds with the same key are summed).
     pub fn absorb(&mut self, other: &Snapshot) {
@@ -42,9 +77,8 @@ impl Snapshot {
                 *a += b;
             }
         }
-        for (a, b) in self.batch.iter_mut().zip(other.batch) {
-            *a += b;
-        }
+        add_sizes(&mut self.batch, &other.batch);
+        add_sizes(&mut self.binlog_sizes, &other.binlog_sizes);
         self.commits += other.commits;
         for (fd, t) in &other.fds {
             let e = self.fds.entry(*fd).or_default();

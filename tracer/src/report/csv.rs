@@ -46,6 +46,12 @@ const COLUMNS: &[&str] = &[
     "followers",
     "leader_wait_p99_us",
     "follower_wait_p99_us",
+    "binlog_groups",
+    "binlog_commits",
+    "binlog_p50",
+    "binlog_p99",
+    "binlog_max",
+    "binlog_mean",
 ];
 
 pub struct Csv<W: Write> {
@@ -67,6 +73,7 @@ pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
     let w = &j.workload;
     let t = j.trace.as_ref();
     let a = t.and_then(|t| t.anatomy.as_ref());
+    let b = t.and_then(|t| t.binlog.as_ref());
     let unix = at
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -116,6 +123,12 @@ pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
             a.and_then(|a| a.follower_wait_p99_us)
                 .map(|v| format!("{v:.1}")),
         ),
+        cell(b.map(|b| b.groups)),
+        cell(b.map(|b| b.commits)),
+        cell(b.and_then(|b| b.p50)),
+        cell(b.and_then(|b| b.p99)),
+        cell(b.and_then(|b| b.max)),
+        cell(b.and_then(|b| b.mean).map(|v| format!("{v:.3}"))),
     ]
 }
 

@@ -5,6 +5,7 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
+pub(crate) use super::fmt::{opt_f, opt_u};
 use super::records::{Legend, Restart, Sink, Summary};
 use crate::sample::Interval;
 
@@ -16,6 +17,8 @@ pub struct Human<W: Write> {
     anatomy: bool,
     /// `--io` columns.
     io: bool,
+    /// Binlog group columns.
+    binlog: bool,
 }
 
 impl<W: Write> Human<W> {
@@ -26,6 +29,7 @@ impl<W: Write> Human<W> {
             fallback: false,
             anatomy: false,
             io: false,
+            binlog: false,
         }
     }
 }
@@ -45,10 +49,6 @@ pub fn clock(at: SystemTime) -> String {
         return "??:??:??".into();
     }
     format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
-}
-
-pub(crate) fn opt_f(v: Option<f64>, prec: usize) -> String {
-    v.map_or_else(|| "-".into(), |v| format!("{v:.prec$}"))
 }
 
 /// The header of [`anatomy_cells`], or nothing without `--anatomy`.
@@ -74,6 +74,28 @@ pub(crate) fn anatomy_cells(a: Option<&crate::sample::Anatomy>) -> String {
             opt_f(a.follower_wait_p99_us.or(a.leader_wait_p99_us), 0)
         )
     })
+}
+
+/// The header of [`binlog_cells`], or nothing without the binlog probes.
+pub(crate) fn binlog_header(on: bool) -> String {
+    if on {
+        format!("  {:>9}  {:>7}  {:>7}", "bl_groups", "bl_p50", "bl_p99")
+    } else {
+        String::new()
+    }
+}
+
+/// Binlog groups and the exact p50/p99 of their sizes in commits.
+pub(crate) fn binlog_cells(on: bool, b: Option<&crate::binlog::BinlogGroups>) -> String {
+    if !on {
+        return String::new();
+    }
+    format!(
+        "  {:>9}  {:>7}  {:>7}",
+        b.map_or_else(|| "-".into(), |b| b.groups.to_string()),
+        opt_u(b.and_then(|b| b.p50)),
+        opt_u(b.and_then(|b| b.p99))
+    )
 }
 
 /// The header of [`io_cells`], or nothing without `--io` on a device.
@@ -206,16 +228,12 @@ fn durable_cell(i: &Interval) -> String {
     }
 }
 
-pub(crate) fn opt_u(v: Option<u64>) -> String {
-    v.map_or_else(|| "-".into(), |v| v.to_string())
-}
-
 impl<W: Write> Human<W> {
     fn header(&mut self) {
         let nw = if self.fallback { "commits" } else { "n_write" };
         let _ = writeln!(
             self.out,
-            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}  {:>9}  {:>9}{}{}",
+            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}  {:>9}  {:>9}{}{}{}",
             "time",
             nw,
             "durable",
@@ -229,6 +247,7 @@ impl<W: Write> Human<W> {
             "p50_batch",
             "p99_batch",
             anatomy_header(self.anatomy),
+            binlog_header(self.binlog),
             io_header(self.io)
         );
     }
@@ -240,6 +259,7 @@ impl<W: Write> Sink for Human<W> {
         self.fallback = l.fallback.is_some() || light;
         self.anatomy = l.anatomy.is_some();
         self.io = l.io_columns;
+        self.binlog = l.binlog_columns;
         let server = l.server.as_deref().unwrap_or("server version unknown");
         let _ = writeln!(
             self.out,
@@ -271,7 +291,7 @@ impl<W: Write> Sink for Human<W> {
         self.lines += 1;
         let _ = writeln!(
             self.out,
-            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}  {:>9}  {:>9}{}{}",
+            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}  {:>9}  {:>9}{}{}{}",
             clock(at),
             i.n_write,
             durable_cell(i),
@@ -285,6 +305,7 @@ impl<W: Write> Sink for Human<W> {
             opt_u(i.batch.p50),
             opt_u(i.batch.p99),
             anatomy_cells(i.anatomy.as_ref()),
+            binlog_cells(self.binlog, i.binlog.as_ref()),
             io_cells(i.io.as_ref())
         );
         let _ = self.out.flush();
@@ -410,6 +431,7 @@ pub fn probe_totals(out: &mut impl Write, l: &Legend, t: &Interval) {
         );
     }
     anatomy_block(out, l, t);
+    super::binlog_block::write(out, t.binlog.as_ref());
     io_block(out, t);
 }
 
@@ -445,6 +467,7 @@ mod tests {
             probes: crate::probes::tier::Tier::Exact,
             io: None,
             io_columns: false,
+            binlog_columns: false,
         }
     }
 

@@ -5,7 +5,8 @@ use std::{io::Write, time::SystemTime};
 
 use super::{
     human::{
-        anatomy_cells, anatomy_header, clock, io_cells, io_header, opt_f, opt_u, probe_totals,
+        anatomy_cells, anatomy_header, binlog_cells, binlog_header, clock, io_cells, io_header,
+        opt_f, opt_u, probe_totals,
     },
     records::{RunHeader, RunSink, RunSummary},
 };
@@ -19,6 +20,8 @@ pub struct Live<W: Write> {
     anatomy: bool,
     /// `--io` columns.
     io: bool,
+    /// Binlog group columns.
+    binlog: bool,
     /// TPC-C ticks print tpcc-mysql's interval lines instead of the table.
     tpcc: workload::report::IntervalLines,
 }
@@ -31,6 +34,7 @@ impl<W: Write> Live<W> {
             fallback: false,
             anatomy: false,
             io: false,
+            binlog: false,
             tpcc: Default::default(),
         }
     }
@@ -38,7 +42,7 @@ impl<W: Write> Live<W> {
     fn header(&mut self) {
         let _ = writeln!(
             self.out,
-            "{:<8}  {:>9}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}{}",
+            "{:<8}  {:>9}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}{}{}",
             "time",
             "tps",
             "p99_ms",
@@ -55,6 +59,7 @@ impl<W: Write> Live<W> {
             "p50_batch",
             "p99_batch",
             anatomy_header(self.anatomy),
+            binlog_header(self.binlog),
             io_header(self.io)
         );
     }
@@ -101,6 +106,7 @@ impl<W: Write> RunSink for Live<W> {
             .is_some_and(|l| l.fallback.is_some() || !l.probes.per_commit());
         self.anatomy = h.legend.as_ref().is_some_and(|l| l.anatomy.is_some());
         self.io = h.legend.as_ref().is_some_and(|l| l.io_columns);
+        self.binlog = h.legend.as_ref().is_some_and(|l| l.binlog_columns);
         let _ = writeln!(
             self.out,
             "# server: {}{}",
@@ -178,7 +184,7 @@ impl<W: Write> RunSink for Live<W> {
         };
         let _ = writeln!(
             self.out,
-            "{:<8}  {:>9.1}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}{}{}",
+            "{:<8}  {:>9.1}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}{}{}{}",
             clock(at),
             w.tps,
             ms(w.latency.p99_us),
@@ -191,6 +197,7 @@ impl<W: Write> RunSink for Live<W> {
             opt_u(t.and_then(|t| t.batch.p50)),
             opt_u(t.and_then(|t| t.batch.p99)),
             anatomy_cells(t.and_then(|t| t.anatomy.as_ref())),
+            binlog_cells(self.binlog, t.and_then(|t| t.binlog.as_ref())),
             io_cells(t.and_then(|t| t.io.as_ref())),
             match (j.stalled_s, w.warmup) {
                 (Some(s), _) => format!("  (stalled: no commit for {s:.0} s)"),

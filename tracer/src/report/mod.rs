@@ -1,8 +1,10 @@
 //! Output sinks: one file per format. None of them imports aya.
 //! `trace` prints [`Interval`](crate::sample::Interval)s through [`Sink`]; the main command prints
 //! [`Joined`](crate::sample::Joined) ticks (workload + probes) through [`RunSink`].
+pub mod binlog_block;
 pub mod charts;
 pub mod csv;
+pub mod fmt;
 pub mod grid;
 pub mod human;
 pub mod json;

@@ -85,6 +85,9 @@ pub struct Legend {
     /// ... and its requests are counted: the `--io` columns are shown.
     #[serde(skip)]
     pub io_columns: bool,
+    /// The binlog group commit's probes are attached: its columns exist.
+    #[serde(skip)]
+    pub binlog_columns: bool,
 }
 
 /// The end-of-run record.

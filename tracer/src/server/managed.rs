@@ -15,7 +15,10 @@ use super::{
     options::ServerOption,
     sizing::Sizing,
 };
-use crate::error::{Error, Result};
+use crate::{
+    error::{Error, Result},
+    probes::profiles::Flavor,
+};
 
 /// How long a server may take to initialise or to accept connections.
 const STARTUP_LIMIT: Duration = Duration::from_secs(300);
@@ -470,9 +473,45 @@ impl Managed {
         }
     }
 
+    /// What a throwaway datadir needs on this family beyond the common
+    /// options, each left to the user when `--server-option` sets it.
+    /// MySQL: `secure_file_priv` defaults to a directory under /var/lib
+    /// that a stock build refuses to start without (it goes inside the
+    /// temp dir); the X plugin would listen on its own port and socket
+    /// (off); `local_infile` is off by default and TPC-C loads with
+    /// `LOAD DATA LOCAL` (on). MariaDB needs none of these.
+    fn family_args(&self) -> Result<Vec<String>> {
+        if self.cfg.binary.id.flavor != Flavor::MySql {
+            return Ok(Vec::new());
+        }
+        let set = |k: &str| self.cfg.options.iter().any(|o| o.variable() == k);
+        let mut a = Vec::new();
+        if !set("secure_file_priv") {
+            let files = self.dir.path.join("files");
+            let err = |source| Error::Workdir {
+                path: files.clone(),
+                source,
+            };
+            fs::create_dir_all(&files).map_err(err)?;
+            fs::set_permissions(&files, fs::Permissions::from_mode(0o700)).map_err(err)?;
+            if let RunAs::System(u) = &self.run_as {
+                u.own(&files).map_err(err)?;
+            }
+            a.push(format!("--secure-file-priv={}", files.display()));
+        }
+        if !set("mysqlx") {
+            a.push("--mysqlx=OFF".into());
+        }
+        if !set("local_infile") {
+            a.push("--local-infile=ON".into());
+        }
+        Ok(a)
+    }
+
     /// Starts the server and waits until it accepts connections on the
     /// socket. Cancel-safe: the child is owned by `self`, stopped on drop.
     pub async fn start(&mut self) -> Result<()> {
+        let family = self.family_args()?;
         let b = &self.cfg.binary;
         let mut cmd = Command::new(&b.path);
         cmd.args(self.common_args())
@@ -484,6 +523,7 @@ impl Managed {
             .arg(format!("--log-error={}", self.log.display()))
             .arg(format!("--tmpdir={}", self.tmp.display()))
             .arg("--skip-networking")
+            .args(family)
             .args(self.cfg.sizing.args())
             .args(self.cfg.options.iter().map(ServerOption::arg))
             .stdin(Stdio::null())

@@ -93,8 +93,10 @@ impl FromStr for ServerOption {
                 "{s:?}: the name must be letters, digits, '_', '-' or '.' (a server variable such as sync_binlog)"
             ));
         }
-        if value.is_empty() || value.contains(['\n', '\0']) {
-            return Err(format!("{s:?}: the value is empty or holds a newline"));
+        // An empty value is a value: MySQL's `secure_file_priv=` lifts
+        // the restriction, `init_connect=` clears a string.
+        if value.contains(['\n', '\0']) {
+            return Err(format!("{s:?}: the value holds a newline or a NUL"));
         }
         let norm = key.replace('-', "_");
         if OWNED.contains(&norm.as_str()) {
@@ -121,7 +123,8 @@ impl OptionAxis {
     /// as an sql_mode list, cannot be swept).
     pub fn from_option(o: &ServerOption) -> Result<OptionAxis, String> {
         let values: Vec<String> = o.value.split(',').map(|v| v.trim().to_string()).collect();
-        if values.iter().any(String::is_empty) {
+        // `KEY=` alone is the one empty value, not an empty list item.
+        if values.len() > 1 && values.iter().any(String::is_empty) {
             return Err(format!(
                 "{o}: an empty value in the list; expected KEY=V1,V2,... e.g. innodb_flush_log_at_trx_commit=1,0,2"
             ));
@@ -191,7 +194,11 @@ mod tests {
         assert!("sync_binlog".parse::<ServerOption>().is_err());
         assert!("=1".parse::<ServerOption>().is_err());
         assert!("a b=1".parse::<ServerOption>().is_err());
-        assert!("sync_binlog=".parse::<ServerOption>().is_err());
+        let empty: ServerOption = "secure-file-priv=".parse().unwrap();
+        assert_eq!(empty.arg(), "--secure-file-priv=");
+        assert_eq!(empty.sql_value(), "''");
+        assert_eq!(OptionAxis::from_option(&empty).unwrap().values, [""]);
+        assert!("x=a\nb".parse::<ServerOption>().is_err());
         assert!("datadir=/x".parse::<ServerOption>().is_err());
         assert!("pid-file=/x".parse::<ServerOption>().is_err());
     }

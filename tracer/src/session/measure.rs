@@ -181,7 +181,10 @@ impl Stage {
         } else {
             status::read(self.control()?).await?
         };
-        let totals = sampler.as_ref().map(ProbeSampler::totals);
+        let mut totals = sampler.as_ref().map(ProbeSampler::totals);
+        if let Some(b) = totals.as_mut().and_then(|t| t.binlog.as_mut()) {
+            b.check_commits(wsum.commits);
+        }
         let checks = totals
             .as_ref()
             .map(|t| {

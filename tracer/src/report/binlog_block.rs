@@ -1,0 +1,64 @@
+//! The summary's binlog block: groups and their exact sizes, the stages'
+//! times per group, and the checks against the kernel and the workload.
+use std::io::Write;
+
+use super::fmt::{opt_f, opt_u};
+use crate::binlog::BinlogGroups;
+
+/// Nothing when no binlog group closed (the binlog is off, or its probes
+/// are not attached).
+pub fn write(out: &mut impl Write, b: Option<&BinlogGroups>) {
+    let Some(b) = b.filter(|b| b.groups > 0) else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "binlog groups  {:>12}  carrying {} commits: {} per group  p50 {}  p90 {}  p99 {}  max {}",
+        b.groups,
+        b.commits,
+        opt_f(b.mean, 2),
+        opt_u(b.p50),
+        opt_u(b.p90),
+        opt_u(b.p99),
+        opt_u(b.max)
+    );
+    let _ = writeln!(
+        out,
+        "  (where commits group with the binlog on: one redo flush per flush-stage group, so write/flush stays near 1; {} flush-stage groups merged into these)",
+        b.flush_groups
+    );
+    let stages: Vec<String> = b
+        .stages
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} us (p99 {})",
+                s.stage,
+                opt_f(s.mean_us, 0),
+                opt_f(s.p99_us, 0)
+            )
+        })
+        .collect();
+    if !stages.is_empty() {
+        let _ = writeln!(out, "  per group: {}", stages.join(" | "));
+    }
+    for c in &b.checks {
+        let _ = writeln!(
+            out,
+            "  check: {} {} vs {} {}  {}",
+            c.ours,
+            c.value,
+            c.against,
+            c.reference,
+            c.diff_pct
+                .map_or_else(|| "-".into(), |d| format!("{d:+.1} %"))
+        );
+    }
+    if b.lost > 0 {
+        let _ = writeln!(
+            out,
+            "  {} stage boundaries not recorded (thread map full): sizes are lower bounds",
+            b.lost
+        );
+    }
+}
