@@ -317,6 +317,68 @@ impl Server {
         Ok(s)
     }
 
+    /// Initialises a datadir the MySQL way (`--initialize-insecure`: root
+    /// without a password) and starts `binary` on a unix socket, with
+    /// what a stock build needs in a throwaway place: `secure_file_priv`
+    /// inside the temp dir (its compiled-in default is under /var/lib),
+    /// the X plugin off.
+    pub fn start_mysql(binary: &Path, extra: &[&str]) -> Result<Server, StartError> {
+        let dir = tempfile::Builder::new()
+            .prefix("commitscope-test-")
+            .tempdir()
+            .map_err(|e| StartError(format!("tempdir: {e}")))?;
+        let (data, tmp, files) = (
+            dir.path().join("data"),
+            dir.path().join("tmp"),
+            dir.path().join("files"),
+        );
+        for d in [&tmp, &files] {
+            std::fs::create_dir_all(d).map_err(|e| StartError(format!("{}: {e}", d.display())))?;
+        }
+        let user = is_root().then(|| "--user=root".to_string());
+        let log = dir.path().join("init.log");
+        let init = command(binary)
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .arg("--initialize-insecure")
+            .arg(format!("--log-error={}", log.display()))
+            .args(&user)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map_err(|e| StartError(format!("{} --initialize-insecure: {e}", binary.display())))?;
+        if !init.success() {
+            return Err(StartError(format!(
+                "--initialize-insecure failed ({init}): {}",
+                tail(&log, 15)
+            )));
+        }
+        let socket = dir.path().join("sock");
+        let mut args = vec![
+            "--no-defaults".to_string(),
+            format!("--datadir={}", data.display()),
+            format!("--socket={}", socket.display()),
+            format!("--pid-file={}", dir.path().join("pid").display()),
+            format!("--log-error={}", dir.path().join("err.log").display()),
+            format!("--tmpdir={}", tmp.display()),
+            format!("--secure-file-priv={}", files.display()),
+            "--mysqlx=OFF".into(),
+            "--skip-networking".into(),
+            "--innodb-buffer-pool-size=256M".into(),
+        ];
+        args.extend(user);
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let mut s = Server {
+            dir,
+            socket,
+            binary: binary.to_owned(),
+            args,
+            child: None,
+        };
+        s.spawn()?;
+        Ok(s)
+    }
+
     /// Starts the server process and waits until it answers a query.
     fn spawn(&mut self) -> Result<(), StartError> {
         let child = command(&self.binary)

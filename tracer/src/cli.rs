@@ -310,8 +310,20 @@ pub struct StudyArgs {
     /// JSON lines instead of tables (each scenario's intervals and summary, then the study table).
     #[arg(long)]
     pub json: bool,
+    /// The managed server's binlog: as the server defaults (server), on, off, or both (the four scenarios with it on, then off: where the group forms either way).
+    #[arg(long, value_enum, default_value_t = StudyBinlog::Server)]
+    pub binlog: StudyBinlog,
     #[command(flatten)]
     pub stage: StageArgs,
+}
+
+/// `study --binlog`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StudyBinlog {
+    Server,
+    On,
+    Off,
+    Both,
 }
 
 /// `commitscope sweep`: the product of the lists, one measured run each.

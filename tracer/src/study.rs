@@ -1,4 +1,4 @@
-//! `commitscope study`: the systemtap study's four scenarios (STUDY.md §1)
+//! `commitscope study`: the systemtap study's four scenarios (docs/the-study.md)
 //! on one server with one set of probes, and its table with our measured
 //! ratios beside the published ones.
 use std::io::Write;
@@ -6,14 +6,15 @@ use std::io::Write;
 use workload::{engine::Config, scenario::Scenario};
 
 use crate::{
-    cli::StudyArgs,
-    error::Result,
+    cli::{StudyArgs, StudyBinlog},
+    error::{Error, Result},
     report::{
         human::{opt_f, opt_u},
         json::Json,
         live::Live,
         RunSink, RunSummary,
     },
+    server::options::ServerOption,
     session::{setup, Measure, Phases, Stop},
 };
 
@@ -103,7 +104,7 @@ pub fn ratio(s: &RunSummary, fallback: bool) -> (Option<f64>, RatioSource) {
 pub fn table(out: &mut impl Write, done: &[(&Row, RunSummary)], fallback: bool, secs: f64) {
     let _ = writeln!(
         out,
-        "\n== the group-commit study (STUDY.md §1): {secs:.0} s per scenario =="
+        "\n== the group-commit study (docs/the-study.md): {secs:.0} s per scenario =="
     );
     let _ = writeln!(
         out,
@@ -155,18 +156,109 @@ pub fn table(out: &mut impl Write, done: &[(&Row, RunSummary)], fallback: bool, 
     let _ = out.flush();
 }
 
+/// The binlog setting of one pass of `--binlog both`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BinlogPass {
+    On,
+    Off,
+}
+
+impl BinlogPass {
+    fn option(self) -> ServerOption {
+        ServerOption {
+            key: "log_bin".into(),
+            value: match self {
+                BinlogPass::On => "ON",
+                BinlogPass::Off => "OFF",
+            }
+            .into(),
+        }
+    }
+}
+
 pub fn run(args: StudyArgs) -> Result<()> {
     use workload::run::seconds;
     let duration = seconds("--duration", args.duration, 0.01)?;
     let warmup = seconds("--warmup", args.warmup, 0.0)?;
     let interval = seconds("--interval", args.interval, 0.01)?;
     workload::schema::check_name(&args.database)?;
+    let passes: Vec<Option<BinlogPass>> = match args.binlog {
+        StudyBinlog::Server => vec![None],
+        StudyBinlog::On => vec![Some(BinlogPass::On)],
+        StudyBinlog::Off => vec![Some(BinlogPass::Off)],
+        StudyBinlog::Both => vec![Some(BinlogPass::On), Some(BinlogPass::Off)],
+    };
+    if args.binlog != StudyBinlog::Server {
+        // Both ways needs a server this run starts with each setting.
+        if args.stage.conn.any_given() || args.stage.server.pid.is_some() {
+            return Err(Error::Usage(
+                "--binlog on|off|both sets the managed server's log_bin: drop the connection options (or --pid), or leave --binlog at server".into(),
+            ));
+        }
+        if let Some(o) = args
+            .stage
+            .server
+            .server_options
+            .iter()
+            .find(|o| o.variable() == "log_bin")
+        {
+            return Err(Error::Usage(format!(
+                "--server-option {o} and --binlog both set log_bin: keep one"
+            )));
+        }
+    }
+    let times = Times {
+        duration,
+        warmup,
+        interval,
+    };
     let rt = crate::runtime::runtime()?;
     rt.block_on(async {
         let stop = Stop::install()?;
         let ph = Phases::new(args.stage.probes.verbose);
+        for pass in passes {
+            if stop.fired() {
+                break;
+            }
+            one_pass(&args, pass, times, &stop, &ph).await?;
+        }
+        Ok(())
+    })
+}
+
+#[derive(Clone, Copy)]
+struct Times {
+    duration: std::time::Duration,
+    warmup: std::time::Duration,
+    interval: std::time::Duration,
+}
+
+/// The four scenarios on one server (started with `pass`'s log_bin when
+/// it is managed), then its table or JSON line.
+async fn one_pass(
+    args: &StudyArgs,
+    pass: Option<BinlogPass>,
+    times: Times,
+    stop: &Stop,
+    ph: &Phases,
+) -> Result<()> {
+    let Times {
+        duration,
+        warmup,
+        interval,
+    } = times;
+    let mut server = args.stage.server.clone();
+    server.server_options.extend(pass.map(BinlogPass::option));
+    if let (Some(p), false) = (pass, args.json) {
+        println!(
+            "\n==== binlog {} ====",
+            if p == BinlogPass::On { "on" } else { "off" }
+        );
+    }
+    {
         let mut stage = setup(
-            &args.stage.server,
+            &server,
             &args.stage.probes,
             &args.stage.conn,
             crate::server::sizing::Shape {
@@ -174,8 +266,8 @@ pub fn run(args: StudyArgs) -> Result<()> {
                 clients: ROWS.iter().map(|r| r.threads).max().unwrap_or(1) + 1,
                 warehouses: None,
             },
-            &stop,
-            &ph,
+            stop,
+            ph,
         )
         .await?;
         let endpoint = stage.endpoint.clone();
@@ -211,7 +303,7 @@ pub fn run(args: StudyArgs) -> Result<()> {
                 duration: Some(duration),
                 reset: false,
             };
-            match stage.measure(&m, sink.as_mut(), &stop, &ph).await {
+            match stage.measure(&m, sink.as_mut(), stop, ph).await {
                 Ok(s) => done.push((row, s)),
                 Err(e) => {
                     result = Err(e);
@@ -219,7 +311,7 @@ pub fn run(args: StudyArgs) -> Result<()> {
                 }
             }
         }
-        stage.close(&ph).await;
+        stage.close(ph).await;
         if args.json {
             let rows: Vec<serde_json::Value> = done
                 .iter()
@@ -242,7 +334,7 @@ pub fn run(args: StudyArgs) -> Result<()> {
                 .collect();
             println!(
                 "{}",
-                serde_json::json!({"type": "study", "fallback": fallback, "rows": rows})
+                serde_json::json!({"type": "study", "binlog": pass, "fallback": fallback, "rows": rows})
             );
         } else if !done.is_empty() {
             table(
@@ -253,5 +345,5 @@ pub fn run(args: StudyArgs) -> Result<()> {
             );
         }
         result
-    })
+    }
 }

@@ -134,14 +134,17 @@ fn stock_mysql_runs_managed_and_counts_binlog_groups_where_they_form() {
     assert!(wait(&delayed) >= 2000.0, "{}", wait(&delayed));
 }
 
+/// `study --binlog both`: the four scenarios with the binlog on (the
+/// ratio from its groups), then off (the study's own n_write:n_flush),
+/// each in its own study line.
 #[test]
-fn the_study_on_stock_mysql_takes_its_ratio_from_the_binlog() {
+fn the_study_on_stock_mysql_takes_its_ratio_from_where_the_group_forms() {
     if needs_root() {
         return;
     }
     let wd = workdir();
     let out = commitscope()
-        .args(["study", "--json", "--duration", "3"])
+        .args(["study", "--json", "--duration", "3", "--binlog", "both"])
         .arg("--mysqld")
         .arg(mysqld())
         .args(["--workdir", wd.path().to_str().unwrap()])
@@ -150,16 +153,151 @@ fn the_study_on_stock_mysql_takes_its_ratio_from_the_binlog() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let text = String::from_utf8_lossy(&out.stdout);
-    let study = json_lines(&text)
+    let studies: Vec<Value> = json_lines(&text)
         .into_iter()
-        .find(|v| v["type"] == "study")
-        .unwrap_or_else(|| panic!("{text}"));
-    let rows = study["rows"].as_array().unwrap();
-    let r: Vec<f64> = rows.iter().map(|r| f(&r["ratio"])).collect();
-    for row in rows {
-        assert_eq!(row["ratio_source"], "binlog_groups", "{study}");
+        .filter(|v| v["type"] == "study")
+        .collect();
+    assert_eq!(studies.len(), 2, "{text}");
+    for (study, pass, source) in [
+        (&studies[0], "on", "binlog_groups"),
+        (&studies[1], "off", "n_write_n_flush"),
+    ] {
+        assert_eq!(study["binlog"], pass, "{study}");
+        let rows = study["rows"].as_array().unwrap();
+        let r: Vec<f64> = rows.iter().map(|r| f(&r["ratio"])).collect();
+        for row in rows {
+            assert_eq!(row["ratio_source"], source, "{study}");
+        }
+        // One client groups with nobody; own rows group, more with more
+        // clients.
+        assert!(r[0] < 1.3, "{study}");
+        assert!(r[2] > 2.0 && r[3] > r[2], "{study}");
+        if pass == "on" {
+            // The hot row's lock is held through the binlog's stages.
+            assert!(r[1] < 1.3, "{study}");
+        }
     }
-    assert!(r[0] < 1.3 && r[1] < 1.3, "{study}");
-    assert!(r[2] > 2.0 && r[3] > r[2], "{study}");
     assert_clean(wd.path());
+    // Both ways needs a server the run starts itself.
+    let out = commitscope()
+        .args(["study", "--binlog", "both", "-S", "/nonexistent.sock"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        one_error_line(&err).contains("--binlog on|off|both"),
+        "{err}"
+    );
+}
+
+/// `trace --pid` on a stock MySQL the test harness started: exact counts
+/// from `.dynsym`, the server's own redo counter beside the kernel's, and
+/// the binlog groups carrying every commit the clients made.
+#[test]
+fn stock_mysql_is_traced_by_pid_exactly() {
+    if needs_root() {
+        return;
+    }
+    let server =
+        testkit::Server::start_mysql(&mysqld(), &[]).unwrap_or_else(|e| panic!("start MySQL: {e}"));
+    server
+        .query(
+            "CREATE DATABASE cs_test; CREATE TABLE cs_test.tb (id INT PRIMARY KEY, c INT) ENGINE=InnoDB; \
+             INSERT INTO cs_test.tb WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT i, 0 FROM n",
+        )
+        .expect("prepare schema");
+    let tracer = Tracer::start(server.pid(), &[]);
+    let before = server.status("Innodb_os_log_fsyncs");
+    let commits = server.drive_updates("cs_test", 8, 400);
+    let after = server.status("Innodb_os_log_fsyncs");
+    let lines = tracer.finish(true);
+    let s = summary(&lines);
+    let ctx = format!("{s}");
+    assert!(
+        s["legend"]["server"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("MySQL ")),
+        "{ctx}"
+    );
+    assert_eq!(s["legend"]["profile"], "mysql-8.0.30+", "{ctx}");
+    let t = &s["totals"];
+    // Every Log_file_handle::fsync is one redo fsync, and the server
+    // counts them too (the tracer was attached around the window).
+    let server_fsyncs = after - before;
+    assert!(u(&t["n_flush"]) >= server_fsyncs, "{ctx}");
+    assert!(u(&t["n_flush"]) <= server_fsyncs + 20, "{ctx}");
+    let b = &t["binlog"];
+    assert!(within(u(&b["commits"]), commits, 1.0), "{commits}: {ctx}");
+    assert!(within(u(&b["groups"]), u(&t["binlog_fsync"]), 1.0), "{ctx}");
+    assert!(u(&b["max"]) <= 8, "8 clients: {ctx}");
+}
+
+/// TPC-C on the stock MySQL, managed: loaded with `LOAD DATA LOCAL
+/// INFILE` (the managed server turns `local_infile` on), run with the
+/// probes, its consistency conditions checked; explicit transactions, so
+/// the binlog's member probe counts transactions, not statements.
+#[test]
+fn stock_mysql_runs_tpcc_loaded_with_load_data() {
+    if needs_root() {
+        return;
+    }
+    let wd = workdir();
+    let out = commitscope()
+        .arg("--mysqld")
+        .arg(mysqld())
+        .args(["--workload", "tpcc", "-w", "1", "--threads", "4"])
+        .args(["--warmup", "1", "--duration", "4", "--report-interval", "1"])
+        .args(["--workdir", wd.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.contains("tpcc: loaded") && l.contains("LOAD DATA LOCAL INFILE")),
+        "{err}"
+    );
+    assert!(text.contains("  trace: n_write "), "{text}");
+    assert!(
+        text.contains("<Constraint Check> (all must be [OK])") && !text.contains("[NG]"),
+        "{text}"
+    );
+    assert!(
+        workload::tpcc::report::parse_tpmc(&text).is_some_and(|t| t > 0.0),
+        "{text}"
+    );
+    // The workload's commits, each a transaction of several statements,
+    // all in binlog groups.
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("check: commits"))
+        .unwrap_or_else(|| panic!("{text}"));
+    // Within 1 %: the run's last group is closed by no next leader.
+    let pct: f64 = line
+        .split_whitespace()
+        .rev()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(pct.abs() <= 1.0, "{line}");
+    assert_clean(wd.path());
+}
+
+/// `--anatomy` and `--io` on the stock MySQL: leaders and followers of
+/// the redo flush, and the block requests under it.
+#[test]
+fn stock_mysql_shows_anatomy_and_io() {
+    if needs_root() {
+        return;
+    }
+    let s = managed(&["--anatomy", "--io"]);
+    let t = &s["trace"];
+    let a = &t["anatomy"];
+    assert!(u(&a["leaders"]) + u(&a["followers"]) > 0, "{s}");
+    let io = &t["io"];
+    assert!(u(&io["redo_syncs"]) > 0, "{s}");
 }

@@ -1,5 +1,5 @@
 //! Which functions to probe in which server, and how to read their
-//! arguments: the table of ../shared/STUDY.md §3 as data.
+//! arguments: the table of docs/the-study.md as data.
 //!
 //! The durable flag moved between registers over the years (x86-64 SysV:
 //! RDI, RSI, RDX, RCX, R8, R9 = args 0..5), so each row carries the
@@ -276,7 +276,7 @@ const REDO_SPACE: Pred = Pred::equals(0, 0xffff_ffff, 0xFFFF_FFF0);
 
 /// MySQL 5.6: `log_write_up_to(lsn, wait, flush_to_disk)`. The commit path
 /// passes wait = LOG_WAIT_ONE_GROUP (92) for trx_commit 1 and 2; whether it
-/// fsyncs is the third argument. Both are counted (STUDY.md §1 correction).
+/// fsyncs is the third argument. Both are counted (docs/the-study.md, the correction).
 pub const MYSQL_56: Profile = Profile {
     name: "mysql-5.6",
     flavor: Flavor::MySql,

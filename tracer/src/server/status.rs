@@ -1,6 +1,6 @@
 //! The server's own counters (`SHOW GLOBAL STATUS`) over the measured
 //! window, set beside the kernel's and the workload's counts: a check a
-//! reader can trust more than either number alone (STUDY.md §3).
+//! reader can trust more than either number alone (docs/the-study.md).
 use std::collections::BTreeMap;
 
 use mysql_async::prelude::Queryable;
