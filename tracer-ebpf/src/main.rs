@@ -537,10 +537,15 @@ pub fn binlog_flush_close(_ctx: RetProbeContext) -> u32 {
     if start == 0 {
         return 0;
     }
+    let close_at_flush = cfg_u32(&BINLOG_CLOSE_AT_FLUSH) != 0;
     unsafe {
         (*t).flush_start = 0;
         (*t).write_start = 0;
-        (*t).flushed_at = now;
+        // A sync stage of its own waits from here (MySQL); where the
+        // group closes here, there is none to wait for.
+        if !close_at_flush {
+            (*t).flushed_at = now;
+        }
     }
     bump(Counter::BinlogFlushGroups);
     let d = now.saturating_sub(start);
@@ -549,7 +554,7 @@ pub fn binlog_flush_close(_ctx: RetProbeContext) -> u32 {
     if write != 0 {
         add(Counter::BinlogWriteNs, now.saturating_sub(write));
     }
-    if cfg_u32(&BINLOG_CLOSE_AT_FLUSH) != 0 {
+    if close_at_flush {
         binlog_group(n);
     } else if let Some(m) = BINLOG_MARKS.get_ptr_mut(0) {
         // Plain read and write: flush leaders come here one at a time,

@@ -58,6 +58,18 @@ pub fn classify(path: &str) -> FileClass {
     FileClass::Other
 }
 
+/// Whether process `pid` has a binlog file open now: its binlog is on.
+/// Asked once at start, to show the binlog's columns only where they
+/// can move.
+pub fn has_binlog_open(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|rd| {
+        rd.flatten().any(|e| {
+            std::fs::read_link(e.path())
+                .is_ok_and(|t| classify(&t.to_string_lossy()) == FileClass::Binlog)
+        })
+    })
+}
+
 /// Keys from here up name the files of a server that restarted while it
 /// was followed (see `ProbeSampler::reattach`): real fd numbers stay far
 /// below (the kernel caps them at `nr_open`, 2^20 by default), so the new

@@ -26,14 +26,22 @@ pub fn attach(
     // Closers before openers: a stage opened before its closer is in
     // place would stay open.
     put(prog::BINLOG_FLUSH_CLOSE, &plan.write, "uretprobe")?;
-    put(prog::BINLOG_SYNC_RETURN, &plan.sync, "uretprobe")?;
-    put(prog::BINLOG_COMMIT_RETURN, &plan.commit, "uretprobe")?;
+    if let Some(at) = &plan.sync {
+        put(prog::BINLOG_SYNC_RETURN, at, "uretprobe")?;
+    }
+    if let Some(at) = &plan.commit {
+        put(prog::BINLOG_COMMIT_RETURN, at, "uretprobe")?;
+    }
     if let Some((at, _)) = &plan.group_close {
         put(prog::BINLOG_GROUP_CLOSE, at, "uprobe")?;
     }
     put(prog::BINLOG_MEMBER, &plan.member, "uprobe")?;
     put(prog::BINLOG_WRITE_ENTRY, &plan.write, "uprobe")?;
-    put(prog::BINLOG_SYNC_ENTRY, &plan.sync, "uprobe")?;
-    put(prog::BINLOG_COMMIT_ENTRY, &plan.commit, "uprobe")?;
+    if let Some(at) = &plan.sync {
+        put(prog::BINLOG_SYNC_ENTRY, at, "uprobe")?;
+    }
+    if let Some(at) = &plan.commit {
+        put(prog::BINLOG_COMMIT_ENTRY, at, "uprobe")?;
+    }
     put(prog::BINLOG_FLUSH_OPEN, &plan.flush_open, "uprobe")
 }

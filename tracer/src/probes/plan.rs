@@ -88,8 +88,8 @@ pub struct BinlogPlan {
     pub member: Resolved,
     pub write: Resolved,
     pub group_close: Option<(Resolved, Pred)>,
-    pub sync: Resolved,
-    pub commit: Resolved,
+    pub sync: Option<Resolved>,
+    pub commit: Option<Resolved>,
 }
 
 impl BinlogPlan {
@@ -97,6 +97,12 @@ impl BinlogPlan {
     /// inlined stage boundary has no return to probe).
     fn find(r: &Resolver, server: Option<ServerId>) -> Option<BinlogPlan> {
         let at = |names: &[&str]| r.resolve(names).filter(|x| x.out_of_line);
+        // A boundary the row names must be found; one it leaves out is not
+        // probed.
+        let opt = |names: Option<&[&str]>| match names {
+            Some(n) => at(n).map(Some),
+            None => Some(None),
+        };
         profiles::binlog_candidates(server)
             .into_iter()
             .find_map(|p| {
@@ -110,8 +116,8 @@ impl BinlogPlan {
                     member: at(p.member)?,
                     write: at(p.write)?,
                     group_close,
-                    sync: at(p.sync)?,
-                    commit: at(p.commit)?,
+                    sync: opt(p.sync)?,
+                    commit: opt(p.commit)?,
                 })
             })
     }

@@ -394,16 +394,17 @@ pub struct BinlogProfile {
     /// commit, the only per-commit probe of the set.
     pub member: &'static [&'static str],
     /// The binlog write, whose return ends the flush stage (entry and
-    /// return).
+    /// return). MariaDB: `flush_and_sync`, its write-out and sync.
     pub write: &'static [&'static str],
     /// Where a group closes: the sync stage's queue fetch, with the
     /// predicate that picks the sync stage out of the others. None: the
     /// group closes with its flush stage.
     pub group_close: Option<(&'static [&'static str], Pred)>,
-    /// The binlog sync (entry and return).
-    pub sync: &'static [&'static str],
-    /// The commit stage's leader committing its queue (entry and return).
-    pub commit: &'static [&'static str],
+    /// The binlog sync (entry and return), where it is a stage of its own.
+    pub sync: Option<&'static [&'static str]>,
+    /// The commit stage's leader committing its queue (entry and return),
+    /// where one thread commits the group.
+    pub commit: Option<&'static [&'static str]>,
 }
 
 /// `Commit_stage_manager::StageID::SYNC_STAGE` (flush 0, sync 1, commit 2,
@@ -411,25 +412,44 @@ pub struct BinlogProfile {
 /// after `this`.
 const MYSQL_SYNC_STAGE: Pred = Pred::equals(1, 0xffff_ffff, 1);
 
-pub const BINLOG_PROFILES: &[BinlogProfile] = &[BinlogProfile {
-    name: "mysql-8.0.30+ binlog",
-    flavor: Flavor::MySql,
-    from: v(8, 0, 30),
-    to: v(9, 999, 999),
-    flush_open: &[
-        // 9.x: (total_bytes, out_queue); 8.0: (total_bytes, rotate, out_queue).
-        "_ZN13MYSQL_BIN_LOG25process_flush_stage_queueEPyPP3THD",
-        "_ZN13MYSQL_BIN_LOG25process_flush_stage_queueEPyPbPP3THD",
-    ],
-    member: &["_ZN13MYSQL_BIN_LOG19flush_thread_cachesEP3THD"],
-    write: &["_ZN13MYSQL_BIN_LOG19flush_cache_to_fileEPy"],
-    group_close: Some((
-        &["_ZN20Commit_stage_manager24fetch_queue_acquire_lockENS_7StageIDE"],
-        MYSQL_SYNC_STAGE,
-    )),
-    sync: &["_ZN13MYSQL_BIN_LOG16sync_binlog_fileEb"],
-    commit: &["_ZN13MYSQL_BIN_LOG26process_commit_stage_queueEP3THDS1_"],
-}];
+pub const BINLOG_PROFILES: &[BinlogProfile] = &[
+    BinlogProfile {
+        name: "mysql-8.0.30+ binlog",
+        flavor: Flavor::MySql,
+        from: v(8, 0, 30),
+        to: v(9, 999, 999),
+        flush_open: &[
+            // 9.x: (total_bytes, out_queue); 8.0: (total_bytes, rotate, out_queue).
+            "_ZN13MYSQL_BIN_LOG25process_flush_stage_queueEPyPP3THD",
+            "_ZN13MYSQL_BIN_LOG25process_flush_stage_queueEPyPbPP3THD",
+        ],
+        member: &["_ZN13MYSQL_BIN_LOG19flush_thread_cachesEP3THD"],
+        write: &["_ZN13MYSQL_BIN_LOG19flush_cache_to_fileEPy"],
+        group_close: Some((
+            &["_ZN20Commit_stage_manager24fetch_queue_acquire_lockENS_7StageIDE"],
+            MYSQL_SYNC_STAGE,
+        )),
+        sync: Some(&["_ZN13MYSQL_BIN_LOG16sync_binlog_fileEb"]),
+        commit: Some(&["_ZN13MYSQL_BIN_LOG26process_commit_stage_queueEP3THDS1_"]),
+    },
+    // MariaDB: one leader writes its queue (`write_transaction_or_stmt` per
+    // member), then writes out and syncs the binlog (`flush_and_sync`); the
+    // group is done there (the server's `Binlog_group_commits` and
+    // `Binlog_commits` count the same). Exported even by Debian's stripped
+    // build.
+    BinlogProfile {
+        name: "mariadb-10.5+ binlog",
+        flavor: Flavor::MariaDb,
+        from: v(10, 5, 0),
+        to: v(11, 999, 999),
+        flush_open: &["_ZN13MYSQL_BIN_LOG23trx_group_commit_leaderEPNS_18group_commit_entryE"],
+        member: &["_ZN13MYSQL_BIN_LOG25write_transaction_or_stmtEPNS_18group_commit_entryEy"],
+        write: &["_ZN13MYSQL_BIN_LOG14flush_and_syncEPb"],
+        group_close: None,
+        sync: None,
+        commit: None,
+    },
+];
 
 /// The binlog rows worth trying for `id`, best first (every row for an
 /// unknown server: the symbols decide).

@@ -22,11 +22,15 @@ pub fn write(out: &mut impl Write, b: Option<&BinlogGroups>) {
         opt_u(b.p99),
         opt_u(b.max)
     );
-    let _ = writeln!(
-        out,
-        "  (where commits group with the binlog on: one redo flush per flush-stage group, so write/flush stays near 1; {} flush-stage groups merged into these)",
-        b.flush_groups
-    );
+    // MySQL's sync stage merges flush-stage groups; MariaDB's leader
+    // does both, one group each.
+    if b.flush_groups != b.groups {
+        let _ = writeln!(
+            out,
+            "  ({} flush-stage groups went into these; each asked InnoDB for one redo flush, so write/flush counts flush-stage groups, not commits)",
+            b.flush_groups
+        );
+    }
     let stages: Vec<String> = b
         .stages
         .iter()

@@ -73,6 +73,10 @@ pub enum Ours {
     Commits,
     /// fsync/fdatasync on binlog files.
     BinlogFsyncs,
+    /// Binlog groups counted by the binlog's probes.
+    BinlogGroups,
+    /// Commits those groups carried.
+    BinlogGroupCommits,
 }
 
 impl Ours {
@@ -83,6 +87,8 @@ impl Ours {
             Ours::InnodbFsyncs => "redo+data fsyncs (kernel)",
             Ours::Commits => "commits (workload)",
             Ours::BinlogFsyncs => "binlog fsyncs (kernel)",
+            Ours::BinlogGroups => "binlog groups (probes)",
+            Ours::BinlogGroupCommits => "their commits (probes)",
         }
     }
 }
@@ -96,6 +102,9 @@ pub const PAIRS: &[(&str, Ours)] = &[
     ("Innodb_data_fsyncs", Ours::InnodbFsyncs),
     ("Binlog_commits", Ours::Commits),
     ("Binlog_group_commits", Ours::BinlogFsyncs),
+    // MariaDB's own count of what its binlog probes count.
+    ("Binlog_group_commits", Ours::BinlogGroups),
+    ("Binlog_commits", Ours::BinlogGroupCommits),
 ];
 
 /// Our side of the comparison, over the same window.
@@ -107,6 +116,9 @@ pub struct OurCounts {
     pub data_fsyncs: u64,
     pub commits: u64,
     pub binlog_fsyncs: u64,
+    /// None where the binlog's groups are not probed: no row then.
+    pub binlog_groups: Option<u64>,
+    pub binlog_group_commits: Option<u64>,
 }
 
 impl OurCounts {
@@ -116,7 +128,11 @@ impl OurCounts {
             Ours::RedoWrites => self.redo_writes,
             Ours::InnodbFsyncs => Some(self.redo_fsyncs + self.data_fsyncs),
             Ours::Commits => Some(self.commits),
-            Ours::BinlogFsyncs => Some(self.binlog_fsyncs),
+            // One fsync per group only with sync_binlog=1: where the
+            // groups themselves are probed, they are compared instead.
+            Ours::BinlogFsyncs => self.binlog_groups.is_none().then_some(self.binlog_fsyncs),
+            Ours::BinlogGroups => self.binlog_groups,
+            Ours::BinlogGroupCommits => self.binlog_group_commits,
         }
     }
 }

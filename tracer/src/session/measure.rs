@@ -197,6 +197,8 @@ impl Stage {
                         data_fsyncs: t.data_fsync,
                         commits: wsum.commits,
                         binlog_fsyncs: t.binlog_fsync,
+                        binlog_groups: t.binlog.as_ref().map(|b| b.groups),
+                        binlog_group_commits: t.binlog.as_ref().map(|b| b.commits),
                     },
                 )
             })
