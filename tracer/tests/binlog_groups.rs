@@ -51,7 +51,11 @@ fn binlog_run(mysqld: &std::path::Path) -> Value {
     }
     let t = &s["trace"];
     let b = &t["binlog"];
-    assert_eq!(b["groups"], t["binlog_fsync"], "sync_binlog=1: {ctx}");
+    // sync_binlog=1: one fsync per group (bar one under way at the end).
+    assert!(
+        u(&b["groups"]).abs_diff(u(&t["binlog_fsync"])) <= 2,
+        "{ctx}"
+    );
     assert_eq!(u(&b["commits"]), u(&s["workload"]["commits"]), "{ctx}");
     assert!(u(&b["max"]) <= 16 && u(&b["p50"]) >= 1, "{ctx}");
     assert_clean(wd.path());

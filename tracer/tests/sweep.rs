@@ -145,6 +145,18 @@ fn sweep_sets_dynamic_options_restarts_for_others_and_charts_them() {
                 // The restart took: binlog fsyncs (sync_binlog=1) only with the binlog on.
                 let bf = c["run"]["trace"]["binlog_fsync"].as_u64().unwrap();
                 assert_eq!(bf > 0, bin == "ON", "binlog fsyncs {bf}: {c}");
+                // The binlog's groups, one per fsync, in the cell.
+                if bin == "ON" {
+                    let groups = c["binlog"]["groups"].as_u64().unwrap();
+                    // A group whose sync is under way at the window's end
+                    // is in one count and not yet the other.
+                    assert!(
+                        groups.abs_diff(bf) <= 2,
+                        "{groups} groups, {bf} fsyncs: {c}"
+                    );
+                } else {
+                    assert!(c["binlog"].is_null(), "{c}");
+                }
             }
             // SET GLOBAL took: =1 flushes at commit, =2 about once a second.
             let cpf = durable["commits_per_flush"].as_f64().unwrap();
@@ -186,6 +198,7 @@ fn sweep_sets_dynamic_options_restarts_for_others_and_charts_them() {
         out.path(),
         &["trx_commit=1 log_bin=OFF", "trx_commit=2 log_bin=ON"],
     );
+    assert!(out.path().join("binlog_group_size.svg").is_file());
     assert_clean(wd.path());
 
     // `report` rebuilds the same table and the charts from cells.jsonl.

@@ -1,7 +1,8 @@
 //! The sweep's charts as SVG (plotters): throughput, commits per redo
 //! flush, redo fsync p99 and batch size (p50 and p99), each against
-//! threads, one line per setting (two for the batch sizes); with `--io`,
-//! each cell's redo fsync split into device, journal and other.
+//! threads, one line per setting (two for the batch sizes); where binlog
+//! groups were counted, their size (mean and p99); with `--io`, each
+//! cell's redo fsync split into device, journal and other.
 //! SVG keeps the text as text: any viewer's fonts render it.
 use std::path::{Path, PathBuf};
 
@@ -31,6 +32,8 @@ struct Spec {
     /// A second figure drawn beside the first for each setting, and the
     /// suffixes telling the two lines apart.
     also: Option<(Figure, &'static str, &'static str)>,
+    /// Drawn only when some cell has the figure (the binlog's groups).
+    optional: bool,
 }
 
 fn specs(g: &Grid, workload: &str) -> Vec<Spec> {
@@ -45,6 +48,7 @@ fn specs(g: &Grid, workload: &str) -> Vec<Spec> {
             },
             y: |g, r| Some(g.throughput(r)),
             also: None,
+            optional: false,
         },
         Spec {
             file: "commits_per_flush.svg",
@@ -52,6 +56,7 @@ fn specs(g: &Grid, workload: &str) -> Vec<Spec> {
             y_desc: "commits per redo flush".into(),
             y: |_, r| r.commits_per_flush,
             also: None,
+            optional: false,
         },
         Spec {
             file: "redo_fsync_p99.svg",
@@ -59,6 +64,7 @@ fn specs(g: &Grid, workload: &str) -> Vec<Spec> {
             y_desc: "redo fsync p99 latency (µs)".into(),
             y: |_, r| r.redo_fsync_p99_us,
             also: None,
+            optional: false,
         },
         Spec {
             file: "batch_size.svg",
@@ -66,6 +72,19 @@ fn specs(g: &Grid, workload: &str) -> Vec<Spec> {
             y_desc: "requests per redo flush".into(),
             y: |_, r| r.batch_p50.map(|v| v as f64),
             also: Some((|_, r| r.batch_p99.map(|v| v as f64), " p50", " p99")),
+            optional: false,
+        },
+        Spec {
+            file: "binlog_group_size.svg",
+            title: format!("{workload}: commits per binlog group (mean, p99) vs threads"),
+            y_desc: "commits per binlog group".into(),
+            y: |_, r| r.binlog.as_ref().and_then(|b| b.mean),
+            also: Some((
+                |_, r| r.binlog.as_ref().and_then(|b| b.p99).map(|v| v as f64),
+                " mean",
+                " p99",
+            )),
+            optional: true,
         },
     ]
 }
@@ -83,6 +102,9 @@ pub fn write_all(dir: &Path, g: &Grid, workload: &str) -> Result<Vec<PathBuf>> {
     for spec in specs(g, workload) {
         let path = dir.join(spec.file);
         let mut series = g.series(|r| (spec.y)(g, r));
+        if spec.optional && series.iter().all(|(_, p)| p.is_empty()) {
+            continue;
+        }
         if let Some((also, first, second)) = spec.also {
             for (name, _) in &mut series {
                 name.push_str(first);

@@ -130,7 +130,7 @@ fn io_table(s: &mut String, g: &Grid) {
     }
 }
 
-const CSV_HEADER: &str = "workload,warehouses,threads,settings,tps,tpmc,commits,commits_per_flush,n_write,n_flush,write_per_flush,redo_fsync,redo_fsync_p99_us,batch_p50,batch_p99,latency_p50_us,latency_p99_us,errors,measured_s,rows,rows_elapsed_s,io_requests_per_sync,io_kib_per_sync,io_cache_flushes_per_sync,fsync_device_us,fsync_journal_us,fsync_other_us,key";
+const CSV_HEADER: &str = "workload,warehouses,threads,settings,tps,tpmc,commits,commits_per_flush,n_write,n_flush,write_per_flush,redo_fsync,redo_fsync_p99_us,batch_p50,batch_p99,latency_p50_us,latency_p99_us,errors,measured_s,rows,rows_elapsed_s,io_requests_per_sync,io_kib_per_sync,io_cache_flushes_per_sync,fsync_device_us,fsync_journal_us,fsync_other_us,binlog_groups,binlog_mean,binlog_p50,binlog_p99,key";
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
@@ -149,7 +149,7 @@ pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
             };
             let _ = writeln!(
                 csv,
-                "{},{},{},\"{}\",{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},\"{}\"",
+                "{},{},{},\"{}\",{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"",
                 meta.workload,
                 opt(r.warehouses),
                 r.threads,
@@ -177,6 +177,10 @@ pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
                 io(|i| i.device_us),
                 io(|i| i.journal_us),
                 io(|i| i.other_us),
+                opt(r.binlog.as_ref().map(|b| b.groups)),
+                opt(r.binlog.as_ref().and_then(|b| b.mean).map(|m| format!("{m:.3}"))),
+                opt(r.binlog.as_ref().and_then(|b| b.p50)),
+                opt(r.binlog.as_ref().and_then(|b| b.p99)),
                 r.key
             );
             let mut v = serde_json::to_value(r).unwrap_or_default();

@@ -74,6 +74,10 @@ pub struct CellRecord {
     pub batch_p50: Option<u64>,
     #[serde(default)]
     pub batch_p99: Option<u64>,
+    /// Binlog groups where they were probed and any closed: how many, and
+    /// their sizes in commits (mean; p50 and p99, sizes that occurred).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binlog: Option<CellBinlog>,
     pub latency_p50_us: u64,
     pub latency_p99_us: u64,
     pub errors: u64,
@@ -88,6 +92,15 @@ pub struct CellRecord {
     /// The full summary of the run (`RunSummary` as JSON); not read back.
     #[serde(default)]
     pub run: serde_json::Value,
+}
+
+/// A cell's binlog groups.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellBinlog {
+    pub groups: u64,
+    pub mean: Option<f64>,
+    pub p50: Option<u64>,
+    pub p99: Option<u64>,
 }
 
 /// A cell's `--io` figures, per redo sync: the requests it caused, and
@@ -148,6 +161,15 @@ impl CellRecord {
             redo_fsync_p99_us: t.and_then(|t| t.redo_p99_us),
             batch_p50: t.and_then(|t| t.batch.p50),
             batch_p99: t.and_then(|t| t.batch.p99),
+            binlog: t
+                .and_then(|t| t.binlog.as_ref())
+                .filter(|b| b.groups > 0)
+                .map(|b| CellBinlog {
+                    groups: b.groups,
+                    mean: b.mean,
+                    p50: b.p50,
+                    p99: b.p99,
+                }),
             latency_p50_us: s.workload.latency.p50_us,
             latency_p99_us: s.workload.latency.p99_us,
             errors: s.workload.errors,
