@@ -6,10 +6,23 @@
 //! hold the binlog groups to the kernel's binlog fsyncs and the workload's
 //! commits.
 mod common;
+mod exporter_kit;
+
+use std::{sync::Mutex, time::Duration};
 
 use common::*;
+use exporter_kit::*;
 use serde_json::Value;
 use testkit::stock;
+
+/// One MySQL test at a time: each compares figures (group sizes under a
+/// sync delay, the exporter's counters) that another server's load on
+/// the same two cores would move.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The stock MySQL, fetched when the cache is empty. A fetch that fails
 /// fails the test: the suite needs it.
@@ -105,6 +118,7 @@ fn stock_mysql_runs_managed_and_counts_binlog_groups_where_they_form() {
     if needs_root() {
         return;
     }
+    let _one = one_at_a_time();
     let plain = managed(&[]);
     // A sync delay holds each sync leader back: more commits per group.
     // An empty value is a value (`secure_file_priv=` lifts the limit).
@@ -142,6 +156,7 @@ fn the_study_on_stock_mysql_takes_its_ratio_from_where_the_group_forms() {
     if needs_root() {
         return;
     }
+    let _one = one_at_a_time();
     let wd = workdir();
     let out = commitscope()
         .args(["study", "--json", "--duration", "3", "--binlog", "both"])
@@ -199,6 +214,7 @@ fn stock_mysql_is_traced_by_pid_exactly() {
     if needs_root() {
         return;
     }
+    let _one = one_at_a_time();
     let server =
         testkit::Server::start_mysql(&mysqld(), &[]).unwrap_or_else(|e| panic!("start MySQL: {e}"));
     server
@@ -242,6 +258,7 @@ fn stock_mysql_runs_tpcc_loaded_with_load_data() {
     if needs_root() {
         return;
     }
+    let _one = one_at_a_time();
     let wd = workdir();
     let out = commitscope()
         .arg("--mysqld")
@@ -294,10 +311,78 @@ fn stock_mysql_shows_anatomy_and_io() {
     if needs_root() {
         return;
     }
+    let _one = one_at_a_time();
     let s = managed(&["--anatomy", "--io"]);
     let t = &s["trace"];
     let a = &t["anatomy"];
     assert!(u(&a["leaders"]) + u(&a["followers"]) > 0, "{s}");
     let io = &t["io"];
     assert!(u(&io["redo_syncs"]) > 0, "{s}");
+}
+
+/// The exporter on a stock MySQL: exact (the binlog's groups and their
+/// commits beside the binlog fsyncs and the clients' commits), then light
+/// (flushes and syncs, nothing per commit), both attached by pid.
+#[test]
+fn the_exporter_serves_a_stock_mysql_exact_and_light() {
+    if needs_root() {
+        return;
+    }
+    let _one = one_at_a_time();
+    let server =
+        testkit::Server::start_mysql(&mysqld(), &[]).unwrap_or_else(|e| panic!("start MySQL: {e}"));
+    server
+        .query(
+            "CREATE DATABASE cs_test; CREATE TABLE cs_test.tb (id INT PRIMARY KEY, c INT) ENGINE=InnoDB; \
+             INSERT INTO cs_test.tb WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT i, 0 FROM n",
+        )
+        .expect("prepare schema");
+    let pid = server.pid().to_string();
+    let l = label(&server);
+    let get = |text: &str, n: &str, ls: &[&str]| {
+        sample(text, n, ls).unwrap_or_else(|| panic!("no {n} {ls:?}:\n{text}")) as u64
+    };
+    for tier in ["exact", "light"] {
+        let mut e = Exporter::start(&["--pid", &pid, "--probes", tier]);
+        e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
+        let before = e.metrics();
+        let commits = server.drive_updates("cs_test", 8, 200);
+        // Until the counts stop moving (the last flush is in).
+        let mut after = e.metrics();
+        for _ in 0..50 {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = e.metrics();
+            let f = |t: &str| sample(t, "commitscope_redo_flushes_total", &[&l]);
+            if f(&now) == f(&after) {
+                break;
+            }
+            after = now;
+        }
+        let ctx = format!("{tier}:\n{after}");
+        let delta = |n: &str, ls: &[&str]| get(&after, n, ls) - get(&before, n, ls);
+        assert!(delta("commitscope_redo_flushes_total", &[&l]) > 0, "{ctx}");
+        let binlog_syncs = delta("commitscope_fsyncs_total", &[&l, "class=\"binlog\""]);
+        assert!(binlog_syncs > 0, "{ctx}");
+        if tier == "exact" {
+            let groups = delta("commitscope_binlog_groups_total", &[&l]);
+            let carried = delta("commitscope_binlog_group_commits_total", &[&l]);
+            // One group behind: the last is closed by the next leader.
+            assert!(
+                groups.abs_diff(binlog_syncs) <= 2,
+                "{groups} vs {binlog_syncs}: {ctx}"
+            );
+            assert!(
+                carried <= commits && carried + 8 >= commits,
+                "{carried} of {commits}: {ctx}"
+            );
+        } else {
+            // Light attaches nothing per commit: no binlog series.
+            assert!(
+                sample(&after, "commitscope_binlog_groups_total", &[&l]).is_none(),
+                "{ctx}"
+            );
+        }
+        let (code, said) = e.stop(libc::SIGTERM);
+        assert_eq!(code, Some(0), "{said:#?}");
+    }
 }

@@ -91,6 +91,7 @@ fn describe(name: &str, a: &Attached, symbol_source: String) -> ServerView {
         flush_timed: a.cols.flush_timed,
         sync_timed: a.cols.sync_timed,
         anatomy: a.cols.anatomy,
+        binlog: a.cols.binlog,
         tier: a.probes.tier,
         commit_counter: a.commits.is_some().then_some(commits::COUNTER),
         last_window: None,

@@ -30,6 +30,9 @@ pub struct ServerView {
     pub sync_timed: bool,
     /// Leaders and followers are counted (`--anatomy`).
     pub anatomy: bool,
+    /// The binlog's groups are counted (exact tier, where the binary has
+    /// their functions).
+    pub binlog: bool,
     pub unknown_sites: bool,
     /// The server's write calls are counted (not by light on the C
     /// library alone): without them no write series.
@@ -285,6 +288,36 @@ impl Collector for Exposition {
         )?;
         family(
             &mut enc,
+            "commitscope_binlog_groups",
+            "Binlog group commits (MySQL: sync-stage groups, one binlog fsync each with sync_binlog=1; MariaDB: group-commit leaders), where their functions are probed (exact tier)",
+            None,
+            s.iter()
+                .filter(|v| v.binlog)
+                .map(|v| (labels(v), c(v.totals.binlog_groups))),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_binlog_group_commits",
+            "Commits carried by those binlog groups (their sizes summed)",
+            None,
+            s.iter()
+                .filter(|v| v.binlog)
+                .map(|v| (labels(v), c(v.totals.binlog_commits))),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_binlog_group_size",
+            "Commits per binlog group (counted per exact size in the kernel, bucketed here as the flush batch sizes are)",
+            None,
+            s.iter().filter(|v| v.binlog).map(|v| {
+                (
+                    labels(v),
+                    size_hist(&v.totals.binlog_sizes, v.totals.binlog_commits),
+                )
+            }),
+        )?;
+        family(
+            &mut enc,
             "commitscope_durable_writes",
             "Durable write requests by group-commit role (--anatomy): leader = ran the redo flush itself, follower = rode on another's",
             None,
@@ -365,6 +398,11 @@ impl Collector for Exposition {
 
 /// A batch-size histogram of `t`.
 fn batch_hist(t: &Totals) -> ConstHistogram {
+    size_hist(&t.batch, t.batch_sum)
+}
+
+/// A size histogram over the batch buckets, with its exact sum.
+fn size_hist(counts: &[u64; BATCH_BUCKETS], sum: u64) -> ConstHistogram {
     let buckets = (0..BATCH_BUCKETS)
         .map(|b| {
             let le = if b + 1 == BATCH_BUCKETS {
@@ -372,11 +410,11 @@ fn batch_hist(t: &Totals) -> ConstHistogram {
             } else {
                 batch_upper(b) as f64
             };
-            (le, t.batch[b])
+            (le, counts[b])
         })
         .collect();
     ConstHistogram {
-        sum: t.batch_sum as f64,
+        sum: sum as f64,
         buckets,
     }
 }
@@ -664,6 +702,11 @@ mod tests {
         totals.batch[2] = 3;
         totals.batch[4] = 1;
         totals.batch_sum = 10;
+        // Two binlog groups of 3 and one of 20 (bucket 17-32).
+        totals.binlog_groups = 3;
+        totals.binlog_commits = 26;
+        totals.binlog_sizes[3] = 2;
+        totals.binlog_sizes[17] = 1;
         ServerView {
             name: name.into(),
             version: "MariaDB 10.11.18".into(),
@@ -674,6 +717,7 @@ mod tests {
             flush_timed: true,
             sync_timed: true,
             anatomy: false,
+            binlog: true,
             unknown_sites: false,
             writes: true,
             tier: crate::probes::tier::Tier::Exact,
@@ -715,6 +759,23 @@ mod tests {
         assert!(has(&t, w, &[srv, ver, r#"durable="true""#], "10"), "{t}");
         assert!(has(&t, w, &[srv, r#"durable="false""#], "2"));
         assert!(has(&t, "commitscope_redo_flushes_total", &[srv, ver], "4"));
+        assert!(has(&t, "commitscope_binlog_groups_total", &[srv, ver], "3"));
+        assert!(has(
+            &t,
+            "commitscope_binlog_group_commits_total",
+            &[srv],
+            "26"
+        ));
+        let g = "commitscope_binlog_group_size";
+        assert!(
+            has(&t, &format!("{g}_bucket"), &[srv, r#"le="3.0""#], "2"),
+            "{t}"
+        );
+        assert!(
+            has(&t, &format!("{g}_bucket"), &[srv, r#"le="32.0""#], "3"),
+            "{t}"
+        );
+        assert!(has(&t, &format!("{g}_sum"), &[srv], "26.0"), "{t}");
         assert!(has(
             &t,
             "commitscope_fsyncs_total",

@@ -48,6 +48,11 @@ pub struct Totals {
     /// Light tier: commits by the server's own counter, summed over its
     /// reads (a restarted server's counter starts again; the sum goes on).
     pub commits: u64,
+    /// Binlog groups (where their probes are attached), the commits they
+    /// carried, and the groups per size bucket (the batch buckets).
+    pub binlog_groups: u64,
+    pub binlog_commits: u64,
+    pub binlog_sizes: [u64; BATCH_BUCKETS],
 }
 
 impl Default for Totals {
@@ -64,6 +69,9 @@ impl Default for Totals {
             leaders: TimeHist::default(),
             followers: TimeHist::default(),
             commits: 0,
+            binlog_groups: 0,
+            binlog_commits: 0,
+            binlog_sizes: [0; BATCH_BUCKETS],
         }
     }
 }
@@ -105,6 +113,17 @@ impl Totals {
                 *b += n;
             }
             self.batch_sum += d(Counter::BatchSum);
+        }
+        if cols.binlog {
+            self.binlog_groups += d(Counter::BinlogGroups);
+            self.binlog_commits += d(Counter::BinlogCommits);
+            let buckets = crate::sample::size_buckets(&crate::probes::snapshot::sizes_since(
+                &prev.binlog_sizes,
+                &cur.binlog_sizes,
+            ));
+            for (b, n) in self.binlog_sizes.iter_mut().zip(buckets) {
+                *b += n;
+            }
         }
         if cols.anatomy {
             self.leaders.hist.add(&dh(HistKind::LeaderWait));
