@@ -46,12 +46,16 @@ pub struct BinlogGroups {
     pub lost: u64,
     /// These figures against independent counts of the same things.
     pub checks: Vec<Check>,
+    /// The commits group here (MySQL 8+: one redo flush per flush-stage
+    /// group); false where the binlog's groups are a second grouping after
+    /// the redo's (MariaDB).
+    pub forms_group: bool,
 }
 
 impl BinlogGroups {
     /// The figures between two snapshots, checked against the kernel's
     /// binlog fsyncs over the same interval.
-    pub fn between(prev: &Snapshot, cur: &Snapshot, binlog_fsyncs: u64) -> Self {
+    pub fn between(prev: &Snapshot, cur: &Snapshot, binlog_fsyncs: u64, forms_group: bool) -> Self {
         let d = |c| counter_since(prev, cur, c);
         let sizes = crate::probes::snapshot::sizes_since(&prev.binlog_sizes, &cur.binlog_sizes);
         let q = SizeQuantiles::of(&sizes);
@@ -113,6 +117,7 @@ impl BinlogGroups {
             stages: stages.into_iter().filter(|s| s.count > 0).collect(),
             lost: d(Counter::BinlogLost),
             checks: Vec::new(),
+            forms_group,
         };
         if groups > 0 {
             b.checks.push(Check::new(
@@ -179,7 +184,7 @@ mod tests {
         cur.counters[Counter::BinlogCommits as usize] = 23;
         cur.counters[Counter::BinlogSyncs as usize] = 7;
         cur.counters[Counter::BinlogSyncNs as usize] = 7_000_000;
-        let mut b = BinlogGroups::between(&prev, &cur, 7);
+        let mut b = BinlogGroups::between(&prev, &cur, 7, true);
         assert_eq!((b.groups, b.commits), (7, 23));
         assert_eq!((b.p50, b.p90, b.max), (Some(1), Some(9), Some(9)));
         assert!((b.mean.unwrap() - 23.0 / 7.0).abs() < 1e-12);
@@ -193,7 +198,7 @@ mod tests {
         assert_eq!(b.checks[0].diff_pct, Some(0.0));
         assert!((b.checks[1].diff_pct.unwrap() + 100.0 / 24.0).abs() < 1e-9);
         // No group: nothing to check.
-        let mut none = BinlogGroups::between(&prev, &prev, 3);
+        let mut none = BinlogGroups::between(&prev, &prev, 3, true);
         none.check_commits(10);
         assert!(none.checks.is_empty());
     }

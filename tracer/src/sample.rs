@@ -284,6 +284,8 @@ pub struct Columns {
     pub io: bool,
     /// The binlog group commit's probes are attached.
     pub binlog: bool,
+    /// ... and the commits group there (see `BinlogProfile::forms_group`).
+    pub binlog_forms_group: bool,
 }
 
 impl Columns {
@@ -302,6 +304,7 @@ impl Columns {
                 writes: true,
                 io: false,
                 binlog: false,
+                binlog_forms_group: false,
             },
             WriteProbe::ServerLayer { .. } => Columns {
                 requests: Source::AllCalls,
@@ -315,6 +318,7 @@ impl Columns {
                 writes: true,
                 io: false,
                 binlog: false,
+                binlog_forms_group: false,
             },
         }
     }
@@ -345,6 +349,8 @@ impl Columns {
         c.writes = probes.kernel.write_probes.is_some();
         c.io = probes.io_counted();
         c.binlog = probes.binlog_counted();
+        c.binlog_forms_group =
+            c.binlog && plan.binlog.as_ref().is_some_and(|b| b.profile.forms_group);
         c
     }
 }
@@ -454,6 +460,7 @@ impl Interval {
                     prev,
                     cur,
                     by_class(prev, cur, fds, FileClass::Binlog).syncs,
+                    cols.binlog_forms_group,
                 )
             }),
         }

@@ -86,10 +86,14 @@ impl RatioSource {
 }
 
 /// A row's batching ratio, from where the group forms: the binlog's
-/// groups when any closed, else the InnoDB side's n_write:n_flush.
+/// groups where commits group there (MySQL with its binlog on) and any
+/// closed, else the InnoDB side's n_write:n_flush.
 pub fn ratio(s: &RunSummary, fallback: bool) -> (Option<f64>, RatioSource) {
     let t = s.trace.as_ref();
-    if let Some(b) = t.and_then(|t| t.binlog.as_ref()).filter(|b| b.groups > 0) {
+    if let Some(b) = t
+        .and_then(|t| t.binlog.as_ref())
+        .filter(|b| b.groups > 0 && b.forms_group)
+    {
         return (b.mean, RatioSource::BinlogGroups);
     }
     let src = if fallback {

@@ -176,6 +176,7 @@ mod tests {
             writes: true,
             io: false,
             binlog: false,
+            binlog_forms_group: false,
         }
     }
 

@@ -405,6 +405,12 @@ pub struct BinlogProfile {
     /// The commit stage's leader committing its queue (entry and return),
     /// where one thread commits the group.
     pub commit: Option<&'static [&'static str]>,
+    /// The flush-stage leader asks InnoDB for one durable redo flush for
+    /// its whole group (MySQL 8+), so the commits group here and InnoDB's
+    /// n_write:n_flush stays near 1. MariaDB makes the durable redo call
+    /// per transaction in prepare: its commits group at the redo flush,
+    /// and its binlog groups are a second grouping.
+    pub forms_group: bool,
 }
 
 /// `Commit_stage_manager::StageID::SYNC_STAGE` (flush 0, sync 1, commit 2,
@@ -431,6 +437,7 @@ pub const BINLOG_PROFILES: &[BinlogProfile] = &[
         )),
         sync: Some(&["_ZN13MYSQL_BIN_LOG16sync_binlog_fileEb"]),
         commit: Some(&["_ZN13MYSQL_BIN_LOG26process_commit_stage_queueEP3THDS1_"]),
+        forms_group: true,
     },
     // MariaDB: one leader writes its queue (`write_transaction_or_stmt` per
     // member), then writes out and syncs the binlog (`flush_and_sync`); the
@@ -448,6 +455,7 @@ pub const BINLOG_PROFILES: &[BinlogProfile] = &[
         group_close: None,
         sync: None,
         commit: None,
+        forms_group: false,
     },
 ];
 
