@@ -183,17 +183,20 @@ pub struct BinlogThread {
     pub sync_start: u64,
     pub commit_start: u64,
     /// MySQL: the commits flushed before this thread's last flush group
-    /// (the [`BinlogMarks::flushed`] it found), 1 + that so 0 means unset.
+    /// began (the [`BinlogMarks::flushed`] it found), 1 + that so 0 means
+    /// unset.
     pub mark: u64,
 }
 
 /// MySQL's sync groups, found without a probe inside the queue lock.
 /// Flush leaders hold the binlog's LOCK_log from their flush to their
 /// enrolment in the sync queue, so flush groups enter that queue in the
-/// order their flushes end; a sync group is a run of them that starts
-/// with its leader's own (its leader found the queue empty). When the
-/// next leader fetches, the previous group is everything flushed from the
-/// previous leader's flush group up to this one's.
+/// order they flush; a sync group is a run of them that starts with its
+/// leader's own (its leader found the queue empty). When the next leader
+/// fetches, the previous group is everything flushed from the previous
+/// leader's flush group up to this one's. Counted at each member's flush
+/// (under LOCK_log), so a flush group that writes no binlog bytes still
+/// counts.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct BinlogMarks {

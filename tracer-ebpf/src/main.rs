@@ -449,10 +449,11 @@ pub fn flush_return(_ctx: RetProbeContext) -> u32 {
 // The binlog group commit. User space attaches each program where the
 // server family has that boundary (probes/profiles.rs, `BinlogProfile`);
 // these only count and timestamp. MySQL: a flush-stage leader opens its
-// group, counts each member's cache it writes, and hands the group to the
-// sync stage when the binlog write returns; the sync leader's fetch of
-// the sync queue closes a group of everything handed over since the last
-// fetch. MariaDB: one leader does it all, and its return closes the group.
+// group and marks where it begins in the count of flushed commits, and
+// counts each member's cache it writes; a sync leader's fetch of its queue closes the group before it, from
+// the previous sync leader's mark to its own (see `BinlogMarks`).
+// MariaDB: one leader does it all, and the end of its binlog sync closes
+// the group.
 
 /// This thread's binlog state, created zeroed on first use.
 #[inline(always)]
@@ -488,24 +489,39 @@ fn binlog_group(n: u64) {
 #[uprobe]
 pub fn binlog_flush_open(_ctx: ProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
-    if let Some(t) = binlog_thread(id) {
-        unsafe {
-            (*t).flush_start = bpf_ktime_get_ns();
-            (*t).members = 0;
+    let Some(t) = binlog_thread(id) else { return 0 };
+    unsafe {
+        (*t).flush_start = bpf_ktime_get_ns();
+        (*t).members = 0;
+        // MySQL: where this flush group begins in the count of flushed
+        // commits (plain read: flush leaders come here one at a time,
+        // under the server's LOCK_log).
+        if cfg_u32(&BINLOG_CLOSE_AT_FLUSH) == 0 {
+            if let Some(m) = BINLOG_MARKS.get_ptr_mut(0) {
+                (*t).mark = (*m).flushed + 1;
+            }
         }
     }
     0
 }
 
-/// A member's cache written by its flush leader: one per commit.
+/// A member's cache written by its flush leader: one per commit, under
+/// LOCK_log on MySQL (so the count of flushed commits is a plain add).
 #[uprobe]
 pub fn binlog_member(_ctx: ProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
-    if let Some(t) = BINLOG_THREADS.get_ptr_mut(id) {
-        unsafe {
-            if (*t).flush_start != 0 {
-                (*t).members += 1;
-            }
+    let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
+        return 0;
+    };
+    unsafe {
+        if (*t).flush_start == 0 {
+            return 0;
+        }
+        (*t).members += 1;
+    }
+    if cfg_u32(&BINLOG_CLOSE_AT_FLUSH) == 0 {
+        if let Some(m) = BINLOG_MARKS.get_ptr_mut(0) {
+            unsafe { (*m).flushed += 1 };
         }
     }
     0
@@ -556,14 +572,6 @@ pub fn binlog_flush_close(_ctx: RetProbeContext) -> u32 {
     }
     if close_at_flush {
         binlog_group(n);
-    } else if let Some(m) = BINLOG_MARKS.get_ptr_mut(0) {
-        // Plain read and write: flush leaders come here one at a time,
-        // under the server's LOCK_log.
-        unsafe {
-            let before = (*m).flushed;
-            (*t).mark = before + 1;
-            (*m).flushed = before + n;
-        }
     }
     0
 }
@@ -591,8 +599,11 @@ pub fn binlog_group_close(ctx: ProbeContext) -> u32 {
         }
         (*t).mark = 0;
         let last = (*m).last;
+        if mark < last {
+            return 0;
+        }
         (*m).last = mark;
-        if last != 0 && mark >= last {
+        if last != 0 {
             binlog_group(mark - last);
         }
     }
