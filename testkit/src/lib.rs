@@ -288,6 +288,21 @@ impl Server {
                 }
             }
         }
+        let mut args = share.map(share_args).unwrap_or_default();
+        args.extend(extra.iter().map(|a| a.to_string()));
+        Server::launch(dir, binary, &data, &tmp, args)
+    }
+
+    /// Starts `binary` on the datadir `data` with the options every test
+    /// server gets (a unix socket in `dir`, no networking, a small buffer
+    /// pool) and `more`.
+    fn launch(
+        dir: tempfile::TempDir,
+        binary: &Path,
+        data: &Path,
+        tmp: &Path,
+        more: Vec<String>,
+    ) -> Result<Server, StartError> {
         let socket = dir.path().join("sock");
         let mut args = vec![
             "--no-defaults".to_string(),
@@ -302,10 +317,7 @@ impl Server {
         if is_root() {
             args.push("--user=root".into());
         }
-        if let Some(share) = share {
-            args.extend(share_args(share));
-        }
-        args.extend(extra.iter().map(|a| a.to_string()));
+        args.extend(more);
         let mut s = Server {
             dir,
             socket,
@@ -353,30 +365,12 @@ impl Server {
                 tail(&log, 15)
             )));
         }
-        let socket = dir.path().join("sock");
         let mut args = vec![
-            "--no-defaults".to_string(),
-            format!("--datadir={}", data.display()),
-            format!("--socket={}", socket.display()),
-            format!("--pid-file={}", dir.path().join("pid").display()),
-            format!("--log-error={}", dir.path().join("err.log").display()),
-            format!("--tmpdir={}", tmp.display()),
             format!("--secure-file-priv={}", files.display()),
             "--mysqlx=OFF".into(),
-            "--skip-networking".into(),
-            "--innodb-buffer-pool-size=256M".into(),
         ];
-        args.extend(user);
         args.extend(extra.iter().map(|a| a.to_string()));
-        let mut s = Server {
-            dir,
-            socket,
-            binary: binary.to_owned(),
-            args,
-            child: None,
-        };
-        s.spawn()?;
-        Ok(s)
+        Server::launch(dir, binary, &data, &tmp, args)
     }
 
     /// Starts the server process and waits until it answers a query.

@@ -628,21 +628,39 @@ pub fn binlog_sync_entry(_ctx: ProbeContext) -> u32 {
     0
 }
 
+/// A timed stage ends on this thread: the time since `start` (a field of
+/// its state, cleared here) is counted under `count`, `ns` and `hist`.
+#[inline(always)]
+fn binlog_stage_ends(
+    start: impl Fn(*mut BinlogThread) -> *mut u64,
+    count: Counter,
+    ns: Counter,
+    hist: HistKind,
+) {
+    let Some(id) = is_target() else { return };
+    let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
+        return;
+    };
+    let at = start(t);
+    let began = unsafe { *at };
+    if began == 0 {
+        return;
+    }
+    unsafe { *at = 0 };
+    let d = unsafe { bpf_ktime_get_ns() }.saturating_sub(began);
+    bump(count);
+    add(ns, d);
+    record_kind(hist, d);
+}
+
 #[uretprobe]
 pub fn binlog_sync_return(_ctx: RetProbeContext) -> u32 {
-    let Some(id) = is_target() else { return 0 };
-    let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
-        return 0;
-    };
-    let start = unsafe { (*t).sync_start };
-    if start == 0 {
-        return 0;
-    }
-    unsafe { (*t).sync_start = 0 };
-    let d = unsafe { bpf_ktime_get_ns() }.saturating_sub(start);
-    bump(Counter::BinlogSyncs);
-    add(Counter::BinlogSyncNs, d);
-    record_kind(HistKind::BinlogSync, d);
+    binlog_stage_ends(
+        |t| unsafe { &raw mut (*t).sync_start },
+        Counter::BinlogSyncs,
+        Counter::BinlogSyncNs,
+        HistKind::BinlogSync,
+    );
     0
 }
 
@@ -657,19 +675,12 @@ pub fn binlog_commit_entry(_ctx: ProbeContext) -> u32 {
 
 #[uretprobe]
 pub fn binlog_commit_return(_ctx: RetProbeContext) -> u32 {
-    let Some(id) = is_target() else { return 0 };
-    let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
-        return 0;
-    };
-    let start = unsafe { (*t).commit_start };
-    if start == 0 {
-        return 0;
-    }
-    unsafe { (*t).commit_start = 0 };
-    let d = unsafe { bpf_ktime_get_ns() }.saturating_sub(start);
-    bump(Counter::BinlogCommitGroups);
-    add(Counter::BinlogCommitNs, d);
-    record_kind(HistKind::BinlogCommit, d);
+    binlog_stage_ends(
+        |t| unsafe { &raw mut (*t).commit_start },
+        Counter::BinlogCommitGroups,
+        Counter::BinlogCommitNs,
+        HistKind::BinlogCommit,
+    );
     0
 }
 

@@ -32,6 +32,20 @@ fn mysqld() -> std::path::PathBuf {
         .server
 }
 
+/// A stock MySQL the test harness starts, with the update table
+/// `cs_test.tb` (ids 1..=100).
+fn mysql_server() -> testkit::Server {
+    let server =
+        testkit::Server::start_mysql(&mysqld(), &[]).unwrap_or_else(|e| panic!("start MySQL: {e}"));
+    server
+        .query(
+            "CREATE DATABASE cs_test; CREATE TABLE cs_test.tb (id INT PRIMARY KEY, c INT) ENGINE=InnoDB; \
+             INSERT INTO cs_test.tb WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT i, 0 FROM n",
+        )
+        .expect("prepare schema");
+    server
+}
+
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
@@ -215,14 +229,7 @@ fn stock_mysql_is_traced_by_pid_exactly() {
         return;
     }
     let _one = one_at_a_time();
-    let server =
-        testkit::Server::start_mysql(&mysqld(), &[]).unwrap_or_else(|e| panic!("start MySQL: {e}"));
-    server
-        .query(
-            "CREATE DATABASE cs_test; CREATE TABLE cs_test.tb (id INT PRIMARY KEY, c INT) ENGINE=InnoDB; \
-             INSERT INTO cs_test.tb WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT i, 0 FROM n",
-        )
-        .expect("prepare schema");
+    let server = mysql_server();
     let tracer = Tracer::start(server.pid(), &[]);
     let before = server.status("Innodb_os_log_fsyncs");
     let commits = server.drive_updates("cs_test", 8, 400);
@@ -329,14 +336,7 @@ fn the_exporter_serves_a_stock_mysql_exact_and_light() {
         return;
     }
     let _one = one_at_a_time();
-    let server =
-        testkit::Server::start_mysql(&mysqld(), &[]).unwrap_or_else(|e| panic!("start MySQL: {e}"));
-    server
-        .query(
-            "CREATE DATABASE cs_test; CREATE TABLE cs_test.tb (id INT PRIMARY KEY, c INT) ENGINE=InnoDB; \
-             INSERT INTO cs_test.tb WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT i, 0 FROM n",
-        )
-        .expect("prepare schema");
+    let server = mysql_server();
     let pid = server.pid().to_string();
     let l = label(&server);
     let get = |text: &str, n: &str, ls: &[&str]| {
