@@ -59,8 +59,7 @@ pub fn classify(path: &str) -> FileClass {
 }
 
 /// Whether process `pid` has a binlog file open now: its binlog is on.
-/// Asked once at start, to show the binlog's columns only where they
-/// can move.
+/// Asked at attach: the binlog's probes go only where they can fire.
 pub fn has_binlog_open(pid: u32) -> bool {
     std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|rd| {
         rd.flatten().any(|e| {

@@ -63,7 +63,7 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
         anatomy: (probes.anatomy && !light).then(|| anatomy_meaning(plan)),
         io: probes.io.as_ref().map(crate::probes::io::Place::describe),
         io_columns: probes.io_counted(),
-        binlog_columns: probes.binlog_counted() && crate::fds::has_binlog_open(target.pid),
+        binlog_columns: probes.binlog_counted(),
     }
 }
 

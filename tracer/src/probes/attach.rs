@@ -233,8 +233,13 @@ impl Probes {
             &ops[2],
         );
         // The binlog set goes with the per-commit tier (its member probe
-        // fires once per commit).
-        let binlog_plan = plan.binlog.as_ref().filter(|_| target.tier.per_commit());
+        // fires once per commit), and only where the server has its binlog
+        // open: with it off the probes would never fire, and each costs
+        // its attach and detach.
+        let binlog_plan = plan
+            .binlog
+            .as_ref()
+            .filter(|_| target.tier.per_commit() && crate::fds::has_binlog_open(target.pid));
         let pred_g = binlog_plan
             .and_then(|b| b.group_close.as_ref())
             .map_or(Pred::OFF, |(_, p)| *p);
