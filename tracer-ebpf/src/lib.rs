@@ -110,10 +110,19 @@ pub enum Counter {
     BinlogCommitNs = 37,
     /// Binlog stage boundaries whose thread state could not be stored.
     BinlogLost = 38,
+    /// Flush leaders whose commit's entry into the binlog's group commit
+    /// was seen (exact tier), and the sum of their waits from there to the
+    /// start of their flush stage (the queue and LOCK_log), ns.
+    BinlogQueueWaits = 39,
+    BinlogQueueWaitNs = 40,
+    /// The redo flush a flush-stage leader runs for its whole queue
+    /// (MySQL's `ha_flush_logs`), and its time, ns.
+    BinlogRedoFlushes = 41,
+    BinlogRedoNs = 42,
 }
 
 /// Number of `Counter` slots.
-pub const COUNTERS: u32 = 39;
+pub const COUNTERS: u32 = 43;
 
 /// Index into the `HISTS` per-CPU array.
 #[repr(u32)]
@@ -138,10 +147,14 @@ pub enum HistKind {
     BinlogSyncWait = 7,
     BinlogSync = 8,
     BinlogCommit = 9,
+    /// A flush leader's wait from its commit's entry to its flush stage.
+    BinlogQueueWait = 10,
+    /// The flush stage's redo flush.
+    BinlogRedo = 11,
 }
 
 /// Number of `HistKind` slots.
-pub const HISTS: u32 = 10;
+pub const HISTS: u32 = 12;
 
 /// Slots of an exact size histogram: slot `n` counts the groups of
 /// exactly `n` members; the last also holds every larger group. 4096
@@ -182,6 +195,10 @@ pub struct BinlogThread {
     pub flushed_at: u64,
     pub sync_start: u64,
     pub commit_start: u64,
+    /// Its commit entered the binlog's group commit (exact tier).
+    pub entered: u64,
+    /// Its flush stage's redo flush began.
+    pub redo_start: u64,
     /// MySQL: the commits flushed before this thread's last flush group
     /// began (the [`BinlogMarks::flushed`] it found), 1 + that so 0 means
     /// unset.
@@ -205,6 +222,9 @@ pub struct BinlogMarks {
     pub flushed: u64,
     /// The mark of the last sync leader, 1 + its value (0: none yet).
     pub last: u64,
+    /// That leader's thread (pid_tgid): the group it opened is credited
+    /// to it when the group closes.
+    pub leader: u64,
 }
 
 /// Buckets of the batch-size histogram as the exporter and the summary's
@@ -453,6 +473,7 @@ pub mod maps {
     pub const BINLOG_SIZES: &str = "BINLOG_SIZES";
     pub const BINLOG_MARKS: &str = "BINLOG_MARKS";
     pub const BINLOG_THREADS: &str = "BINLOG_THREADS";
+    pub const BINLOG_LEADERS: &str = "BINLOG_LEADERS";
 }
 
 /// Names of the programs in the object file.
@@ -499,6 +520,9 @@ pub mod programs {
     pub const BINLOG_SYNC_RETURN: &str = "binlog_sync_return";
     pub const BINLOG_COMMIT_ENTRY: &str = "binlog_commit_entry";
     pub const BINLOG_COMMIT_RETURN: &str = "binlog_commit_return";
+    pub const BINLOG_ENTER: &str = "binlog_enter";
+    pub const BINLOG_REDO_ENTRY: &str = "binlog_redo_entry";
+    pub const BINLOG_REDO_RETURN: &str = "binlog_redo_return";
 
     /// The programs that count a call when it begins or open a call that
     /// another program closes, in the order they detach when a trace ends
@@ -507,7 +531,9 @@ pub mod programs {
     /// entries only once the flushes in flight have closed, since a
     /// flush's own fdatasync may not have begun yet.
     pub const CALL_OPENERS: &[&str] = &[
+        BINLOG_ENTER,
         BINLOG_FLUSH_OPEN,
+        BINLOG_REDO_ENTRY,
         BINLOG_SYNC_ENTRY,
         BINLOG_COMMIT_ENTRY,
         WRITE_ENTRY,

@@ -120,6 +120,10 @@ static BINLOG_MARKS: Array<BinlogMarks> = Array::with_max_entries(1, 0);
 /// Stage leaders' state, per thread.
 #[map]
 static BINLOG_THREADS: HashMap<u64, BinlogThread> = HashMap::with_max_entries(MAX_THREADS, 0);
+/// Binlog groups led, per leader thread (pid_tgid): written by group
+/// closers only, one at a time (LOCK_log or the sync stage's lock).
+#[map]
+static BINLOG_LEADERS: HashMap<u64, u64> = HashMap::with_max_entries(MAX_THREADS, 0);
 /// Requests arrived since the last flush began, shared by all CPUs.
 #[map]
 static GROUP: Array<Group> = Array::with_max_entries(1, 0);
@@ -468,6 +472,8 @@ fn binlog_thread(id: u64) -> Option<*mut BinlogThread> {
         flushed_at: 0,
         sync_start: 0,
         commit_start: 0,
+        entered: 0,
+        redo_start: 0,
         mark: 0,
     };
     let _ = BINLOG_THREADS.insert(id, zero, BPF_NOEXIST as u64);
@@ -478,21 +484,87 @@ fn binlog_thread(id: u64) -> Option<*mut BinlogThread> {
     p
 }
 
-/// A group of `n` commits closes.
+/// A group of `n` commits led by thread `leader` closes. Without the
+/// member probe (light tier) every group has 0 members: it is counted,
+/// its size is not.
 #[inline(always)]
-fn binlog_group(n: u64) {
+fn binlog_group(n: u64, leader: u64) {
     bump(Counter::BinlogGroups);
-    add(Counter::BinlogCommits, n);
-    count_size(&BINLOG_SIZES, n);
+    if n > 0 {
+        add(Counter::BinlogCommits, n);
+        count_size(&BINLOG_SIZES, n);
+    }
+    if leader == 0 {
+        return;
+    }
+    match BINLOG_LEADERS.get_ptr_mut(leader) {
+        Some(c) => unsafe { *c += 1 },
+        None => {
+            if BINLOG_LEADERS
+                .insert(leader, 1, BPF_NOEXIST as u64)
+                .is_err()
+            {
+                bump(Counter::BinlogLost);
+            }
+        }
+    }
+}
+
+/// A commit enters the binlog's group commit (MySQL's `ordered_commit`,
+/// MariaDB's `write_transaction_to_binlog_events`): if its thread leads
+/// the next flush stage, its wait until then is the group's queue wait.
+/// Per commit, so exact tier only.
+#[uprobe]
+pub fn binlog_enter(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    if let Some(t) = binlog_thread(id) {
+        unsafe { (*t).entered = bpf_ktime_get_ns() };
+    }
+    0
+}
+
+/// The flush stage's redo flush begins (MySQL's `ha_flush_logs`), timed
+/// only inside a flush stage (FLUSH LOGS and the like call it too).
+#[uprobe]
+pub fn binlog_redo_entry(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    if let Some(t) = BINLOG_THREADS.get_ptr_mut(id) {
+        unsafe {
+            if (*t).flush_start != 0 {
+                (*t).redo_start = bpf_ktime_get_ns();
+            }
+        }
+    }
+    0
+}
+
+#[uretprobe]
+pub fn binlog_redo_return(_ctx: RetProbeContext) -> u32 {
+    binlog_stage_ends(
+        |t| unsafe { &raw mut (*t).redo_start },
+        Counter::BinlogRedoFlushes,
+        Counter::BinlogRedoNs,
+        HistKind::BinlogRedo,
+    );
+    0
 }
 
 #[uprobe]
 pub fn binlog_flush_open(_ctx: ProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
     let Some(t) = binlog_thread(id) else { return 0 };
+    let now = unsafe { bpf_ktime_get_ns() };
     unsafe {
-        (*t).flush_start = bpf_ktime_get_ns();
+        (*t).flush_start = now;
         (*t).members = 0;
+        let entered = (*t).entered;
+        if entered != 0 {
+            (*t).entered = 0;
+            let d = now.saturating_sub(entered);
+            bump(Counter::BinlogQueueWaits);
+            add(Counter::BinlogQueueWaitNs, d);
+            record_kind(HistKind::BinlogQueueWait, d);
+        }
         // MySQL: where this flush group begins in the count of flushed
         // commits (plain read: flush leaders come here one at a time,
         // under the server's LOCK_log).
@@ -571,7 +643,7 @@ pub fn binlog_flush_close(_ctx: RetProbeContext) -> u32 {
         add(Counter::BinlogWriteNs, now.saturating_sub(write));
     }
     if close_at_flush {
-        binlog_group(n);
+        binlog_group(n, id);
     }
     0
 }
@@ -603,8 +675,10 @@ pub fn binlog_group_close(ctx: ProbeContext) -> u32 {
             return 0;
         }
         (*m).last = mark;
+        let leader = (*m).leader;
+        (*m).leader = id;
         if last != 0 {
-            binlog_group(mark - last);
+            binlog_group(mark - last, leader);
         }
     }
     0

@@ -11,17 +11,116 @@ use crate::{
     probes::Snapshot,
 };
 
+/// A stage as the kernel counts it: its name, the CSV column of its mean
+/// per group (µs), the counters of its passes and their time, and its
+/// histogram where it has one.
+pub struct StageDef {
+    pub name: &'static str,
+    pub column: &'static str,
+    pub count: Counter,
+    pub ns: Counter,
+    pub hist: Option<HistKind>,
+}
+
+/// The stages in path order. The flush's parts share its count where
+/// they have none of their own.
+pub const STAGES: [StageDef; 7] = [
+    StageDef {
+        name: "flush: queue wait",
+        column: "binlog_queue_wait_us",
+        count: Counter::BinlogQueueWaits,
+        ns: Counter::BinlogQueueWaitNs,
+        hist: Some(HistKind::BinlogQueueWait),
+    },
+    StageDef {
+        name: "flush",
+        column: "binlog_flush_us",
+        count: Counter::BinlogFlushGroups,
+        ns: Counter::BinlogFlushNs,
+        hist: Some(HistKind::BinlogFlush),
+    },
+    StageDef {
+        name: "flush: redo flush",
+        column: "binlog_redo_flush_us",
+        count: Counter::BinlogRedoFlushes,
+        ns: Counter::BinlogRedoNs,
+        hist: Some(HistKind::BinlogRedo),
+    },
+    StageDef {
+        name: "flush: binlog write",
+        column: "binlog_write_us",
+        count: Counter::BinlogFlushGroups,
+        ns: Counter::BinlogWriteNs,
+        hist: None,
+    },
+    StageDef {
+        name: "sync wait",
+        column: "binlog_sync_wait_us",
+        count: Counter::BinlogSyncs,
+        ns: Counter::BinlogSyncWaitNs,
+        hist: Some(HistKind::BinlogSyncWait),
+    },
+    StageDef {
+        name: "sync",
+        column: "binlog_sync_us",
+        count: Counter::BinlogSyncs,
+        ns: Counter::BinlogSyncNs,
+        hist: Some(HistKind::BinlogSync),
+    },
+    StageDef {
+        name: "commit",
+        column: "binlog_commit_us",
+        count: Counter::BinlogCommitGroups,
+        ns: Counter::BinlogCommitNs,
+        hist: Some(HistKind::BinlogCommit),
+    },
+];
+
 /// One stage of a binlog group, per group that went through it.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Stage {
-    /// "flush", "flush: binlog write" (a part of the flush), "sync wait",
-    /// "sync", "commit".
+    /// In path order: "flush: queue wait" (the leader's, from its commit's
+    /// entry to its flush stage), "flush", "flush: redo flush" and "flush:
+    /// binlog write" (parts of the flush), "sync wait", "sync", "commit".
     pub stage: &'static str,
     /// Groups that went through it.
     pub count: u64,
     pub mean_us: Option<f64>,
     pub p50_us: Option<f64>,
     pub p99_us: Option<f64>,
+}
+
+/// The threads that led the groups: a group's leader does its flush
+/// (and, on MySQL, its sync) for every member, so a few busy leaders
+/// would be where the group's time is paid.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Leaders {
+    /// Distinct threads that led at least one group.
+    pub threads: u64,
+    /// The groups the busiest of them led, and their share of all groups.
+    pub busiest_groups: u64,
+    pub busiest_share: f64,
+}
+
+impl Leaders {
+    /// From the groups led per thread between two reads.
+    fn between(
+        prev: &std::collections::HashMap<u64, u64>,
+        cur: &std::collections::HashMap<u64, u64>,
+    ) -> Option<Self> {
+        let led: Vec<u64> = cur
+            .iter()
+            .map(|(tid, n)| n.saturating_sub(prev.get(tid).copied().unwrap_or(0)))
+            .filter(|n| *n > 0)
+            .collect();
+        let total: u64 = led.iter().sum();
+        let busiest = led.iter().copied().max()?;
+        Some(Leaders {
+            threads: led.len() as u64,
+            busiest_groups: busiest,
+            busiest_share: busiest as f64 / total as f64,
+        })
+    }
 }
 
 /// Binlog groups between two snapshots.
@@ -42,6 +141,8 @@ pub struct BinlogGroups {
     pub flush_groups: u64,
     /// Stages in path order.
     pub stages: Vec<Stage>,
+    /// Who led the groups (None: no group closed).
+    pub leaders: Option<Leaders>,
     /// Stage boundaries the kernel side could not record.
     pub lost: u64,
     /// These figures against independent counts of the same things.
@@ -59,62 +160,33 @@ impl BinlogGroups {
         let d = |c| counter_since(prev, cur, c);
         let sizes = crate::probes::snapshot::sizes_since(&prev.binlog_sizes, &cur.binlog_sizes);
         let q = SizeQuantiles::of(&sizes);
-        let stage = |name, count: u64, ns: u64, hist: Option<HistKind>| {
-            let h = hist.map(|k| hist_since(prev, cur, k));
+        let stages = STAGES.iter().map(|def| {
+            let count = d(def.count);
+            let h = def.hist.map(|k| hist_since(prev, cur, k));
             Stage {
-                stage: name,
+                stage: def.name,
                 count,
-                mean_us: ratio(ns, count).map(|v| v / 1000.0),
+                mean_us: ratio(d(def.ns), count).map(|v| v / 1000.0),
                 p50_us: h.and_then(|h| h.quantile_us(0.50)),
                 p99_us: h.and_then(|h| h.quantile_us(0.99)),
             }
-        };
+        });
         let flush_groups = d(Counter::BinlogFlushGroups);
-        let syncs = d(Counter::BinlogSyncs);
-        let stages = vec![
-            stage(
-                "flush",
-                flush_groups,
-                d(Counter::BinlogFlushNs),
-                Some(HistKind::BinlogFlush),
-            ),
-            stage(
-                "flush: binlog write",
-                flush_groups,
-                d(Counter::BinlogWriteNs),
-                None,
-            ),
-            stage(
-                "sync wait",
-                syncs,
-                d(Counter::BinlogSyncWaitNs),
-                Some(HistKind::BinlogSyncWait),
-            ),
-            stage(
-                "sync",
-                syncs,
-                d(Counter::BinlogSyncNs),
-                Some(HistKind::BinlogSync),
-            ),
-            stage(
-                "commit",
-                d(Counter::BinlogCommitGroups),
-                d(Counter::BinlogCommitNs),
-                Some(HistKind::BinlogCommit),
-            ),
-        ];
         let groups = d(Counter::BinlogGroups);
         let commits = d(Counter::BinlogCommits);
         let mut b = BinlogGroups {
             groups,
             commits,
-            mean: ratio(commits, groups),
+            // Without the member probe (light tier) groups are counted,
+            // their sizes are not.
+            mean: ratio(commits, groups).filter(|_| commits > 0),
             p50: q.p50,
             p90: q.p90,
             p99: q.p99,
             max: q.max,
             flush_groups,
-            stages: stages.into_iter().filter(|s| s.count > 0).collect(),
+            stages: stages.filter(|s| s.count > 0).collect(),
+            leaders: Leaders::between(&prev.binlog_leaders, &cur.binlog_leaders),
             lost: d(Counter::BinlogLost),
             checks: Vec::new(),
             forms_group,
@@ -130,9 +202,14 @@ impl BinlogGroups {
         b
     }
 
+    /// The mean per pass of the stage named `name` (one of [`STAGES`]).
+    pub fn stage_mean_us(&self, name: &str) -> Option<f64> {
+        self.stages.iter().find(|s| s.stage == name)?.mean_us
+    }
+
     /// Adds the check of the commits against the workload's.
     pub fn check_commits(&mut self, workload_commits: u64) {
-        if self.groups > 0 {
+        if self.groups > 0 && self.commits > 0 {
             self.checks.push(Check::new(
                 "commits",
                 self.commits,

@@ -58,6 +58,16 @@ fn binlog_run(mysqld: &std::path::Path) -> Value {
     );
     assert_eq!(u(&b["commits"]), u(&s["workload"]["commits"]), "{ctx}");
     assert!(u(&b["max"]) <= 16 && u(&b["p50"]) >= 1, "{ctx}");
+    // The leader's queue wait, once per group it led; no redo flush in
+    // the group (MariaDB's is in prepare).
+    let stages = b["stages"].as_array().unwrap();
+    let stage = |name: &str| stages.iter().find(|x| x["stage"] == name);
+    let queue = stage("flush: queue wait").unwrap_or_else(|| panic!("no queue wait: {ctx}"));
+    assert!(u(&queue["count"]).abs_diff(u(&b["groups"])) <= 2, "{ctx}");
+    assert!(queue["mean_us"].as_f64().is_some_and(|m| m > 0.0), "{ctx}");
+    assert!(stage("flush: redo flush").is_none(), "{ctx}");
+    let leaders = u(&b["leaders"]["threads"]);
+    assert!((1..=16).contains(&leaders), "{ctx}");
     assert_clean(wd.path());
     s
 }

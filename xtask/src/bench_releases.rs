@@ -1,8 +1,10 @@
 //! `cargo xtask bench releases`: the servers users run today side by side
-//! — Debian 12's MariaDB 10.11 (the system's), Debian 11's 10.5 and
-//! Debian 13's 11.8 (stock, from `cargo xtask servers`) — each run by the
-//! main command as its managed server, in rotation, so every round
-//! measures all three under the same conditions of this noisy host. The
+//! — Debian 12's MariaDB 10.11 (the system's), Debian 11's 10.5, Debian
+//! 13's 11.8 and Debian unstable's MySQL (stock, from `cargo xtask
+//! servers`) — each run by the main command as its managed server with
+//! the server's own defaults (MySQL's binlog on, `sync_binlog=1`), in
+//! rotation, so every round measures all of them under the same
+//! conditions of this noisy host. The
 //! figure is each release's tps over 10.11's in the same round (mean and
 //! 95 % interval over the rounds), beside its cross-check against the
 //! server's own counters.

@@ -68,6 +68,22 @@ fn with<'a>(base: &Labels<'a>, k: &'static str, v: &'a str) -> Labels<'a> {
     l
 }
 
+/// One row per server with binlog probes and stage that ran: `f` of the
+/// stage's (passes, ns).
+fn binlog_stages<'a, M: 'a>(
+    servers: &'a [ServerView],
+    f: impl Fn((u64, u64)) -> M + Copy + 'a,
+) -> impl Iterator<Item = (Labels<'a>, M)> + 'a {
+    servers.iter().filter(|v| v.binlog).flat_map(move |v| {
+        let l = labels(v);
+        crate::binlog::STAGES
+            .iter()
+            .zip(v.totals.binlog_stages)
+            .filter(|(_, t)| t.0 > 0)
+            .map(move |(def, t)| (with(&l, "stage", def.name), f(t)))
+    })
+}
+
 /// One row per server and file class: `f` of that class's totals.
 fn per_class<'a, M: 'a>(
     servers: &'a [ServerView],
@@ -289,7 +305,7 @@ impl Collector for Exposition {
         family(
             &mut enc,
             "commitscope_binlog_groups",
-            "Binlog group commits (MySQL: sync-stage groups, one binlog fsync each with sync_binlog=1; MariaDB: group-commit leaders), where their functions are probed (exact tier)",
+            "Binlog group commits (MySQL: sync-stage groups, one binlog fsync each with sync_binlog=1; MariaDB: group-commit leaders), where their functions are probed and the binlog is open (both tiers: one probe per group)",
             None,
             s.iter()
                 .filter(|v| v.binlog)
@@ -297,19 +313,33 @@ impl Collector for Exposition {
         )?;
         family(
             &mut enc,
+            "commitscope_binlog_stage_passes",
+            "Passes through each binlog group-commit stage (one per group that went through it; both tiers)",
+            None,
+            binlog_stages(s, |(n, _)| c(n)),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_binlog_stage",
+            "Time spent in each binlog group-commit stage, summed over the groups (both tiers; the queue wait is the flush leader's, exact tier only)",
+            Some(&Unit::Seconds),
+            binlog_stages(s, |(_, ns)| ConstCounter::new(ns as f64 / 1e9)),
+        )?;
+        family(
+            &mut enc,
             "commitscope_binlog_group_commits",
-            "Commits carried by those binlog groups (their sizes summed)",
+            "Commits carried by those binlog groups (their sizes summed; exact tier, the light tier has them in its exact windows)",
             None,
             s.iter()
-                .filter(|v| v.binlog)
+                .filter(|v| v.binlog && v.tier.per_commit())
                 .map(|v| (labels(v), c(v.totals.binlog_commits))),
         )?;
         family(
             &mut enc,
             "commitscope_binlog_group_size",
-            "Commits per binlog group (counted per exact size in the kernel, bucketed here as the flush batch sizes are)",
+            "Commits per binlog group (counted per exact size in the kernel, bucketed here as the flush batch sizes are; exact tier)",
             None,
-            s.iter().filter(|v| v.binlog).map(|v| {
+            s.iter().filter(|v| v.binlog && v.tier.per_commit()).map(|v| {
                 (
                     labels(v),
                     size_hist(&v.totals.binlog_sizes, v.totals.binlog_commits),
@@ -506,6 +536,27 @@ impl Exposition {
             "The last exact window's requests per redo flush",
             None,
             w.iter().map(|(v, f)| (labels(v), batch_hist(&f.totals))),
+        )?;
+        family(
+            enc,
+            "commitscope_window_binlog_groups",
+            "The last exact window's binlog groups (where the binlog's functions are probed)",
+            None,
+            w.iter()
+                .filter(|(v, _)| v.binlog)
+                .map(|(v, f)| (labels(v), g(f.totals.binlog_groups))),
+        )?;
+        family(
+            enc,
+            "commitscope_window_binlog_group_size",
+            "The last exact window's commits per binlog group (exact sizes, bucketed; a group cut by the window's start or end is counted in part)",
+            None,
+            w.iter().filter(|(v, _)| v.binlog).map(|(v, f)| {
+                (
+                    labels(v),
+                    size_hist(&f.totals.binlog_sizes, f.totals.binlog_commits),
+                )
+            }),
         )?;
         family(
             enc,

@@ -53,6 +53,8 @@ pub struct Totals {
     pub binlog_groups: u64,
     pub binlog_commits: u64,
     pub binlog_sizes: [u64; BATCH_BUCKETS],
+    /// Per binlog stage (`binlog::STAGES` order): passes and their ns.
+    pub binlog_stages: [(u64, u64); crate::binlog::STAGES.len()],
 }
 
 impl Default for Totals {
@@ -72,6 +74,7 @@ impl Default for Totals {
             binlog_groups: 0,
             binlog_commits: 0,
             binlog_sizes: [0; BATCH_BUCKETS],
+            binlog_stages: [(0, 0); crate::binlog::STAGES.len()],
         }
     }
 }
@@ -123,6 +126,10 @@ impl Totals {
             ));
             for (b, n) in self.binlog_sizes.iter_mut().zip(buckets) {
                 *b += n;
+            }
+            for (sum, def) in self.binlog_stages.iter_mut().zip(&crate::binlog::STAGES) {
+                sum.0 += d(def.count);
+                sum.1 += d(def.ns);
             }
         }
         if cols.anatomy {

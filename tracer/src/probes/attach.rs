@@ -232,14 +232,13 @@ impl Probes {
             &pred_f,
             &ops[2],
         );
-        // The binlog set goes with the per-commit tier (its member probe
-        // fires once per commit), and only where the server has its binlog
-        // open: with it off the probes would never fire, and each costs
-        // its attach and detach.
+        // The binlog set only where the server has its binlog open: with
+        // it off the probes would never fire, and each costs its attach
+        // and detach. Its per-commit probes go with the per-commit tier.
         let binlog_plan = plan
             .binlog
             .as_ref()
-            .filter(|_| target.tier.per_commit() && crate::fds::has_binlog_open(target.pid));
+            .filter(|_| crate::fds::has_binlog_open(target.pid));
         let pred_g = binlog_plan
             .and_then(|b| b.group_close.as_ref())
             .map_or(Pred::OFF, |(_, p)| *p);
@@ -325,9 +324,14 @@ impl Probes {
         }
         let binlog = binlog_plan.is_some();
         if let Some(b) = binlog_plan {
-            binlog::attach(&mut ebpf, b, exe, pid, |kind, at| {
-                note("binlog", kind, at, at.file_offset, None)
-            })?;
+            binlog::attach(
+                &mut ebpf,
+                b,
+                target.tier.per_commit(),
+                exe,
+                pid,
+                |kind, at| note("binlog", kind, at, at.file_offset, None),
+            )?;
         }
         let mut p = Probes {
             binlog,
@@ -379,6 +383,16 @@ impl Probes {
         match links {
             Ok(l) => {
                 self.window = Some(l);
+                // The binlog's groups get their sizes in the window too.
+                if let Some(b) = self.plan.binlog.as_ref().filter(|_| self.binlog) {
+                    match binlog::attach_window(&mut self.ebpf, b, &exe, pid) {
+                        Ok(link) => self.window.get_or_insert_with(Vec::new).push(link),
+                        Err(e) => {
+                            drop(self.close_window());
+                            return Err(e);
+                        }
+                    }
+                }
                 Ok(())
             }
             Err(e) => {

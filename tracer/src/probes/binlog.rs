@@ -1,19 +1,23 @@
 //! Attaching the binlog group commit's probes: each boundary of the
 //! plan's [`BinlogPlan`] gets its program (tracer-ebpf's `binlog_*`).
-//! Per group but one: the member probe fires once per commit, so the set
-//! goes with the per-commit (exact) tier.
+//! Every boundary but two fires once per group, cheap enough for the
+//! light tier: groups and their stages. The member probe (a group's
+//! size) and the commit's entry (the leader's queue wait) fire once per
+//! commit: exact tier, or an exact window for the sizes.
 use std::{num::NonZeroU32, path::Path};
 
-use aya::Ebpf;
+use aya::{programs::uprobe::UProbeLinkId, Ebpf};
 use tracer_ebpf::programs as prog;
 
 use super::{plan::BinlogPlan, symbols::Resolved, uprobe::attach_uprobe};
 use crate::error::Result;
 
-/// Attaches every boundary; `note(kind, at)` hears of each probe.
+/// Attaches every boundary (with `per_commit`, the per-commit ones too);
+/// `note(kind, at)` hears of each probe.
 pub fn attach(
     ebpf: &mut Ebpf,
     plan: &BinlogPlan,
+    per_commit: bool,
     exe: &Path,
     pid: NonZeroU32,
     mut note: impl FnMut(&'static str, &Resolved),
@@ -32,10 +36,15 @@ pub fn attach(
     if let Some(at) = &plan.commit {
         put(prog::BINLOG_COMMIT_RETURN, at, "uretprobe")?;
     }
+    if let Some(at) = &plan.redo {
+        put(prog::BINLOG_REDO_RETURN, at, "uretprobe")?;
+    }
     if let Some((at, _)) = &plan.group_close {
         put(prog::BINLOG_GROUP_CLOSE, at, "uprobe")?;
     }
-    put(prog::BINLOG_MEMBER, &plan.member, "uprobe")?;
+    if per_commit {
+        put(prog::BINLOG_MEMBER, &plan.member, "uprobe")?;
+    }
     put(prog::BINLOG_WRITE_ENTRY, &plan.write, "uprobe")?;
     if let Some(at) = &plan.sync {
         put(prog::BINLOG_SYNC_ENTRY, at, "uprobe")?;
@@ -43,5 +52,29 @@ pub fn attach(
     if let Some(at) = &plan.commit {
         put(prog::BINLOG_COMMIT_ENTRY, at, "uprobe")?;
     }
-    put(prog::BINLOG_FLUSH_OPEN, &plan.flush_open, "uprobe")
+    if let Some(at) = &plan.redo {
+        put(prog::BINLOG_REDO_ENTRY, at, "uprobe")?;
+    }
+    put(prog::BINLOG_FLUSH_OPEN, &plan.flush_open, "uprobe")?;
+    if per_commit {
+        if let Some(at) = &plan.enter {
+            put(prog::BINLOG_ENTER, at, "uprobe")?;
+        }
+    }
+    Ok(())
+}
+
+/// An exact window's part on light probes: the member probe alone, so
+/// the window's groups have sizes (the queue wait stays out: a commit's
+/// entry seen in a window and its flush after it would be a wait that
+/// never was).
+pub fn attach_window(
+    ebpf: &mut Ebpf,
+    plan: &BinlogPlan,
+    exe: &Path,
+    pid: NonZeroU32,
+) -> Result<(&'static str, UProbeLinkId)> {
+    let at = &plan.member;
+    let id = attach_uprobe(ebpf, prog::BINLOG_MEMBER, at.file_offset, at, exe, pid)?;
+    Ok((prog::BINLOG_MEMBER, id))
 }

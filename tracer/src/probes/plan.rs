@@ -90,6 +90,10 @@ pub struct BinlogPlan {
     pub group_close: Option<(Resolved, Pred)>,
     pub sync: Option<Resolved>,
     pub commit: Option<Resolved>,
+    /// Optional boundaries: a row's stage that is missing (inlined) is
+    /// left out, the rest still counts.
+    pub enter: Option<Resolved>,
+    pub redo: Option<Resolved>,
 }
 
 impl BinlogPlan {
@@ -118,6 +122,8 @@ impl BinlogPlan {
                     group_close,
                     sync: opt(p.sync)?,
                     commit: opt(p.commit)?,
+                    enter: p.enter.and_then(at),
+                    redo: p.redo.and_then(at),
                 })
             })
     }

@@ -405,6 +405,13 @@ pub struct BinlogProfile {
     /// The commit stage's leader committing its queue (entry and return),
     /// where one thread commits the group.
     pub commit: Option<&'static [&'static str]>,
+    /// Where a commit enters the binlog's group commit (entry; per
+    /// commit, exact tier): a flush leader's wait from there to its flush
+    /// stage is the group's queue wait.
+    pub enter: Option<&'static [&'static str]>,
+    /// The redo flush a flush-stage leader runs for its queue (entry and
+    /// return), where it runs inside the flush stage.
+    pub redo: Option<&'static [&'static str]>,
     /// The flush-stage leader asks InnoDB for one durable redo flush for
     /// its whole group (MySQL 8+), so the commits group here and InnoDB's
     /// n_write:n_flush stays near 1. MariaDB makes the durable redo call
@@ -437,6 +444,10 @@ pub const BINLOG_PROFILES: &[BinlogProfile] = &[
         )),
         sync: Some(&["_ZN13MYSQL_BIN_LOG16sync_binlog_fileEb"]),
         commit: Some(&["_ZN13MYSQL_BIN_LOG26process_commit_stage_queueEP3THDS1_"]),
+        enter: Some(&["_ZN13MYSQL_BIN_LOG14ordered_commitEP3THDbb"]),
+        // `ha_flush_logs(bool binlog_group_flush)`, called by the flush
+        // leader after it fetched its queue.
+        redo: Some(&["_Z13ha_flush_logsb"]),
         forms_group: true,
     },
     // MariaDB: one leader writes its queue (`write_transaction_or_stmt` per
@@ -455,6 +466,14 @@ pub const BINLOG_PROFILES: &[BinlogProfile] = &[
         group_close: None,
         sync: None,
         commit: None,
+        // It queues the commit (`queue_for_group_commit`) and, where the
+        // commit found the queue empty, leads the group from there.
+        enter: Some(&[
+            "_ZN13MYSQL_BIN_LOG34write_transaction_to_binlog_eventsEPNS_18group_commit_entryE",
+        ]),
+        // The redo is flushed per transaction in prepare, before the
+        // group: no redo flush inside its stages.
+        redo: None,
         forms_group: false,
     },
 ];

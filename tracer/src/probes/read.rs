@@ -1,6 +1,6 @@
 //! Reading the maps: every counter, fd and histogram once, as a
 //! [`Snapshot`]; the fd keys alone, for naming them; the programs' log.
-use aya::maps::{PerCpuArray, PerCpuHashMap};
+use aya::maps::{HashMap, PerCpuArray, PerCpuHashMap};
 use tracer_ebpf::{maps, FdStats, SizeHist};
 
 use super::{attach::Probes, snapshot::Snapshot};
@@ -102,6 +102,18 @@ impl Probes {
         }
         snap.batch = self.sizes(maps::BATCH)?;
         snap.binlog_sizes = self.sizes(maps::BINLOG_SIZES)?;
+        if self.binlog {
+            let leaders: HashMap<_, u64, u64> = HashMap::try_from(
+                self.ebpf
+                    .map(maps::BINLOG_LEADERS)
+                    .ok_or_else(|| missing(maps::BINLOG_LEADERS))?,
+            )
+            .map_err(map_err(maps::BINLOG_LEADERS))?;
+            for item in leaders.iter() {
+                let (tid, n) = item.map_err(map_err(maps::BINLOG_LEADERS))?;
+                snap.binlog_leaders.insert(tid, n);
+            }
+        }
 
         let hists: PerCpuArray<_, tracer_ebpf::Hist> = PerCpuArray::try_from(
             self.ebpf

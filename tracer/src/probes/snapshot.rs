@@ -18,6 +18,9 @@ pub struct Snapshot {
     pub batch: Vec<u64>,
     /// Binlog groups per exact size in commits (empty: none counted).
     pub binlog_sizes: Vec<u64>,
+    /// Binlog groups led, per leader thread (pid_tgid; empty where the
+    /// binlog is not probed).
+    pub binlog_leaders: HashMap<u64, u64>,
     /// Light tier: the server's commit counter at this read (set by the
     /// caller, who can log in; 0 when nothing counts commits).
     pub commits: u64,
@@ -32,6 +35,7 @@ impl Default for Snapshot {
             fds: HashMap::new(),
             batch: Vec::new(),
             binlog_sizes: Vec::new(),
+            binlog_leaders: HashMap::new(),
             commits: 0,
         }
     }
@@ -79,6 +83,9 @@ impl Snapshot {
         }
         add_sizes(&mut self.batch, &other.batch);
         add_sizes(&mut self.binlog_sizes, &other.binlog_sizes);
+        for (tid, n) in &other.binlog_leaders {
+            *self.binlog_leaders.entry(*tid).or_default() += n;
+        }
         self.commits += other.commits;
         for (fd, t) in &other.fds {
             let e = self.fds.entry(*fd).or_default();

@@ -11,17 +11,34 @@ pub fn write(out: &mut impl Write, b: Option<&BinlogGroups>) {
     let Some(b) = b.filter(|b| b.groups > 0) else {
         return;
     };
-    let _ = writeln!(
-        out,
-        "binlog groups  {:>12}  carrying {} commits: {} per group  p50 {}  p90 {}  p99 {}  max {}",
-        b.groups,
-        b.commits,
-        opt_f(b.mean, 2),
-        opt_u(b.p50),
-        opt_u(b.p90),
-        opt_u(b.p99),
-        opt_u(b.max)
-    );
+    if b.commits > 0 {
+        let _ = writeln!(
+            out,
+            "binlog groups  {:>12}  carrying {} commits: {} per group  p50 {}  p90 {}  p99 {}  max {}",
+            b.groups,
+            b.commits,
+            opt_f(b.mean, 2),
+            opt_u(b.p50),
+            opt_u(b.p90),
+            opt_u(b.p99),
+            opt_u(b.max)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "binlog groups  {:>12}  (sizes: exact tier, or the exporter's exact windows)",
+            b.groups
+        );
+    }
+    if let Some(l) = &b.leaders {
+        let _ = writeln!(
+            out,
+            "  led by {} threads; the busiest led {} ({:.1} %)",
+            l.threads,
+            l.busiest_groups,
+            l.busiest_share * 100.0
+        );
+    }
     // MySQL's sync stage merges flush-stage groups; MariaDB's leader
     // does both, one group each.
     if b.flush_groups != b.groups {

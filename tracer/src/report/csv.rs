@@ -5,7 +5,8 @@ use std::{io::Write, time::SystemTime};
 use super::records::{RunHeader, RunSink, RunSummary};
 use crate::sample::Joined;
 
-const COLUMNS: &[&str] = &[
+/// The binlog stages' columns follow these.
+const FIXED: &[&str] = &[
     "unix_time",
     "elapsed_s",
     "interval_s",
@@ -54,6 +55,13 @@ const COLUMNS: &[&str] = &[
     "binlog_mean",
 ];
 
+/// Every column, in row order.
+fn columns() -> Vec<&'static str> {
+    let mut c = FIXED.to_vec();
+    c.extend(crate::binlog::STAGES.iter().map(|s| s.column));
+    c
+}
+
 pub struct Csv<W: Write> {
     out: W,
 }
@@ -68,7 +76,7 @@ fn cell<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
 }
 
-/// The row for one tick, in [`COLUMNS`] order.
+/// The row for one tick, in [`columns`] order.
 pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
     let w = &j.workload;
     let t = j.trace.as_ref();
@@ -78,7 +86,7 @@ pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
-    vec![
+    let mut row = vec![
         format!("{unix:.3}"),
         format!("{:.3}", w.elapsed_s),
         format!("{:.3}", w.interval_s),
@@ -124,17 +132,25 @@ pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
                 .map(|v| format!("{v:.1}")),
         ),
         cell(b.map(|b| b.groups)),
-        cell(b.map(|b| b.commits)),
+        // Light: groups without sizes.
+        cell(b.and_then(|b| (b.commits > 0 || b.groups == 0).then_some(b.commits))),
         cell(b.and_then(|b| b.p50)),
         cell(b.and_then(|b| b.p99)),
         cell(b.and_then(|b| b.max)),
         cell(b.and_then(|b| b.mean).map(|v| format!("{v:.3}"))),
-    ]
+    ];
+    for stage in &crate::binlog::STAGES {
+        row.push(cell(
+            b.and_then(|b| b.stage_mean_us(stage.name))
+                .map(|v| format!("{v:.1}")),
+        ));
+    }
+    row
 }
 
 impl<W: Write> RunSink for Csv<W> {
     fn start(&mut self, _: &RunHeader, _: &workload::engine::Config) {
-        let _ = writeln!(self.out, "{}", COLUMNS.join(","));
+        let _ = writeln!(self.out, "{}", columns().join(","));
     }
 
     fn tick(&mut self, at: SystemTime, j: &Joined) {
@@ -171,7 +187,7 @@ mod tests {
     fn untraced_row_has_every_column() {
         let j = Joined::new(sample(), None);
         let r = row(SystemTime::now(), &j);
-        assert_eq!(r.len(), COLUMNS.len());
+        assert_eq!(r.len(), columns().len());
         assert_eq!(r[4], "10");
         assert_eq!(r[5], "10");
         assert_eq!(r[13], "");
@@ -181,16 +197,43 @@ mod tests {
     /// empty where there are none.
     #[test]
     fn durable_unknown_has_its_column() {
-        let col = |name| COLUMNS.iter().position(|c| *c == name).unwrap();
+        let cols = columns();
+        let col = |name| cols.iter().position(|c| *c == name).unwrap();
         let mut t = crate::sample::test_interval(Some(130), Some(100));
         t.durable_unknown = Some(170);
         let r = row(SystemTime::now(), &Joined::new(sample(), Some(t)));
-        assert_eq!(r.len(), COLUMNS.len());
+        assert_eq!(r.len(), cols.len());
         assert_eq!(r[col("n_write")], "300");
         assert_eq!(r[col("durable")], "130");
         assert_eq!(r[col("durable_unknown")], "170");
         let t = crate::sample::test_interval(Some(300), Some(100));
         let r = row(SystemTime::now(), &Joined::new(sample(), Some(t)));
         assert_eq!(r[col("durable_unknown")], "");
+    }
+
+    /// Binlog groups: a stage's mean per group in its column; light
+    /// (groups without sizes) leaves the commits empty, never 0.
+    #[test]
+    fn binlog_stages_have_their_columns() {
+        let cols = columns();
+        let col = |name| cols.iter().position(|c| *c == name).unwrap();
+        let mut t = crate::sample::test_interval(Some(100), Some(100));
+        t.binlog = Some(crate::binlog::BinlogGroups {
+            groups: 4,
+            stages: vec![crate::binlog::Stage {
+                stage: "sync",
+                count: 4,
+                mean_us: Some(812.25),
+                p50_us: None,
+                p99_us: None,
+            }],
+            ..Default::default()
+        });
+        let r = row(SystemTime::now(), &Joined::new(sample(), Some(t)));
+        assert_eq!(r.len(), cols.len());
+        assert_eq!(r[col("binlog_groups")], "4");
+        assert_eq!(r[col("binlog_commits")], "");
+        assert_eq!(r[col("binlog_sync_us")], "812.2");
+        assert_eq!(r[col("binlog_queue_wait_us")], "");
     }
 }

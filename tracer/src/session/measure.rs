@@ -198,7 +198,11 @@ impl Stage {
                         commits: wsum.commits,
                         binlog_fsyncs: t.binlog_fsync,
                         binlog_groups: t.binlog.as_ref().map(|b| b.groups),
-                        binlog_group_commits: t.binlog.as_ref().map(|b| b.commits),
+                        binlog_group_commits: t
+                            .binlog
+                            .as_ref()
+                            .filter(|b| b.commits > 0)
+                            .map(|b| b.commits),
                     },
                 )
             })

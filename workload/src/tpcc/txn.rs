@@ -149,8 +149,16 @@ fn cents(v: u32) -> String {
 }
 
 /// Runs one transaction. Errors are the server's: the caller decides
-/// between retry (deadlock, lock wait timeout) and failure.
-pub fn run(c: &mut Conn, input: &Input, delivery_single_commit: bool) -> mysql::Result<Outcome> {
+/// between retry (deadlock, lock wait timeout) and failure. A Delivery
+/// that commits each district on its own calls `committed` after each of
+/// those commits but its last (which its outcome counts): they are
+/// durable when they happen, even if a later district fails.
+pub fn run(
+    c: &mut Conn,
+    input: &Input,
+    delivery_single_commit: bool,
+    committed: &mut dyn FnMut(),
+) -> mysql::Result<Outcome> {
     match input {
         Input::NewOrder {
             w,
@@ -167,7 +175,9 @@ pub fn run(c: &mut Conn, input: &Input, delivery_single_commit: bool) -> mysql::
             amount,
         } => payment(c, *w, *d, *c_w, *c_d, customer, *amount),
         Input::OrderStatus { w, d, customer } => order_status(c, *w, *d, customer),
-        Input::Delivery { w, carrier } => delivery(c, *w, *carrier, delivery_single_commit),
+        Input::Delivery { w, carrier } => {
+            delivery(c, *w, *carrier, delivery_single_commit, committed)
+        }
         Input::StockLevel { w, d, threshold } => stock_level(c, *w, *d, *threshold),
     }
 }
@@ -386,8 +396,13 @@ fn order_status(c: &mut Conn, w: u32, d: u32, customer: &Customer) -> mysql::Res
 /// new_orders row is read with a locking read and its DELETE must remove
 /// it: two concurrent Deliveries of a warehouse can never both deliver the
 /// same order (tpcc-mysql's plain MIN() read can).
-fn delivery(c: &mut Conn, w: u32, carrier: u32, single_commit: bool) -> mysql::Result<Outcome> {
-    let mut commits = 0;
+fn delivery(
+    c: &mut Conn,
+    w: u32,
+    carrier: u32,
+    single_commit: bool,
+    committed: &mut dyn FnMut(),
+) -> mysql::Result<Outcome> {
     let mut tx = c.start_transaction(TxOpts::default())?;
     let mut pending = false;
     for d in 1..=DISTRICTS {
@@ -430,15 +445,16 @@ fn delivery(c: &mut Conn, w: u32, carrier: u32, single_commit: bool) -> mysql::R
         if !single_commit && d < DISTRICTS {
             // tpcc-mysql commits each district on its own.
             tx.commit()?;
-            commits += pending as u32;
+            if pending {
+                committed();
+            }
             pending = false;
             tx = c.start_transaction(TxOpts::default())?;
         }
     }
     tx.commit()?;
-    commits += pending as u32;
     Ok(Outcome {
-        write_commits: commits,
+        write_commits: pending as u32,
         rolled_back: false,
     })
 }
