@@ -22,9 +22,10 @@ use aya_ebpf::{
 };
 use aya_log_ebpf::warn;
 use tracer_ebpf::{
-    log2_bucket, rwbs_kind, size_slot, BatchMember, BinlogMarks, BinlogThread, Counter, FdStats,
-    Group, Hist, HistKind, IoIssued, IoState, IoTag, JournalThreads, PredOp, SizeHist, SyncStart,
-    WriteStart, COUNTERS as N_COUNTERS, HISTS as N_HISTS, IO_ATTRIBUTED, IO_FLUSH, IO_FUA,
+    fine_slot, log2_bucket, rwbs_kind, size_slot, BatchMember, BinlogMarks, BinlogThread,
+    CommitSpan, CommitStage, CommitStats, Counter, FdStats, Group, Hist, HistKind, IoIssued,
+    IoState, IoTag, JournalThreads, PredOp, SizeHist, SyncStart, WriteStart,
+    COUNTERS as N_COUNTERS, CP_STAGES, HISTS as N_HISTS, IO_ATTRIBUTED, IO_FLUSH, IO_FUA,
     IO_JOURNAL, MAX_FDS, MAX_THREADS, NR_PWRITEV, NR_PWRITEV2,
 };
 
@@ -71,6 +72,10 @@ static BATCH_ON_SYNC: u32 = 0;
 /// Non-zero for leaders/followers (needs the write return probe).
 #[no_mangle]
 static ANATOMY: u32 = 0;
+/// Non-zero with `--commit-path`: stage probes add to the committing
+/// thread's open commit (`CP_SPANS`).
+#[no_mangle]
+static COMMIT_PATH: u32 = 0;
 /// `--io`: the block device under the redo log, as the block tracepoints
 /// spell it (`major << 20 | minor`, the whole disk); 0 leaves I/O alone.
 #[no_mangle]
@@ -130,6 +135,12 @@ static GROUP: Array<Group> = Array::with_max_entries(1, 0);
 /// The target's redo-log fds, written by user space as it names fds.
 #[map]
 static REDO_FDS: HashMap<u32, u8> = HashMap::with_max_entries(64, 0);
+/// Each thread's open commit (tid modulo the size, owner checked).
+#[map]
+static CP_SPANS: Array<CommitSpan> = Array::with_max_entries(MAX_THREADS, 0);
+/// The commits' totals and their stages'.
+#[map]
+static CP_STATS: PerCpuArray<CommitStats> = PerCpuArray::with_max_entries(1, 0);
 /// A zeroed value to insert from, so no 300-byte struct lives on the stack.
 #[map]
 static ZERO_FD: PerCpuArray<FdStats> = PerCpuArray::with_max_entries(1, 0);
@@ -326,10 +337,122 @@ fn write_slot(id: u64) -> Option<*mut WriteStart> {
     (unsafe { (*w).owner } == id).then_some(w)
 }
 
+// The commit path (`--commit-path`): the server's commit function opens
+// a span on its thread; the probes that time the redo write and the
+// binlog's stages add their time to the span of the thread they run on;
+// the commit's return records the whole and each stage. Only commits that
+// wrote are recorded (a redo write request or the binlog's group commit
+// ran inside them): statement ends and read-only commits are not commits.
+
+/// This thread's open commit, if it has one.
+#[inline(always)]
+fn cp_span(id: u64) -> Option<*mut CommitSpan> {
+    if cfg_u32(&COMMIT_PATH) == 0 {
+        return None;
+    }
+    let s = CP_SPANS.get_ptr_mut((id as u32) & (MAX_THREADS - 1))?;
+    (unsafe { (*s).owner } == id && unsafe { (*s).depth } > 0).then_some(s)
+}
+
+/// `ns` more in `stage` of this thread's open commit.
+#[inline(always)]
+fn cp_add(id: u64, stage: CommitStage, ns: u64) {
+    if let Some(s) = cp_span(id) {
+        if let Some(v) = unsafe { &mut (*s).stage_ns }.get_mut(stage as usize) {
+            *v += ns;
+        }
+    }
+}
+
+/// This thread's open commit wrote: it is a commit.
+#[inline(always)]
+fn cp_wrote(id: u64) {
+    if let Some(s) = cp_span(id) {
+        unsafe { (*s).wrote = 1 };
+    }
+}
+
+#[uprobe]
+pub fn commit_entry(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let Some(s) = CP_SPANS.get_ptr_mut((id as u32) & (MAX_THREADS - 1)) else {
+        return 0;
+    };
+    unsafe {
+        if (*s).owner == id && (*s).depth > 0 {
+            (*s).depth += 1;
+            return 0;
+        }
+        if (*s).owner != 0 && (*s).depth > 0 {
+            // Another thread's open commit in this slot (same tid modulo
+            // the size): that one is lost, counted.
+            if let Some(st) = CP_STATS.get_ptr_mut(0) {
+                (*st).lost += 1;
+            }
+        }
+        (*s).owner = id;
+        (*s).start = bpf_ktime_get_ns();
+        (*s).depth = 1;
+        (*s).wrote = 0;
+        (*s).binlog_entered = 0;
+        (*s).stage_ns = [0; CP_STAGES];
+    }
+    0
+}
+
+#[uretprobe]
+pub fn commit_return(_ctx: RetProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let now = unsafe { bpf_ktime_get_ns() };
+    let Some(s) = CP_SPANS.get_ptr_mut((id as u32) & (MAX_THREADS - 1)) else {
+        return 0;
+    };
+    unsafe {
+        if (*s).owner != id || (*s).depth == 0 {
+            return 0;
+        }
+        (*s).depth -= 1;
+        if (*s).depth > 0 {
+            return 0;
+        }
+        (*s).owner = 0;
+        if (*s).wrote == 0 {
+            return 0;
+        }
+    }
+    let Some(st) = CP_STATS.get_ptr_mut(0) else {
+        return 0;
+    };
+    let (st, sp) = unsafe { (&mut *st, &*s) };
+    let total = now.saturating_sub(sp.start);
+    st.commits += 1;
+    st.total_ns += total;
+    if let Some(slot) = st.total.slots.get_mut(fine_slot(total)) {
+        *slot += 1;
+    }
+    for k in 0..CP_STAGES {
+        let v = sp.stage_ns[k];
+        if v == 0 {
+            continue;
+        }
+        if let (Some(n), Some(sum), Some(h)) = (
+            st.stage_commits.get_mut(k),
+            st.stage_ns.get_mut(k),
+            st.stage_hist.get_mut(k),
+        ) {
+            *n += 1;
+            *sum += v;
+            record(h, v);
+        }
+    }
+    0
+}
+
 #[uprobe]
 pub fn write_entry(ctx: ProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
     let (a, member) = count_write(&ctx);
+    cp_wrote(id);
     if cfg_u32(&WRITE_TIMING) == 0 {
         return 0;
     }
@@ -371,10 +494,18 @@ pub fn write_return(_ctx: RetProbeContext) -> u32 {
                 add(Counter::LeaderWaitNs, wait);
                 add(Counter::LeaderSyncNs, start.sync_ns);
                 record_kind(HistKind::LeaderWait, wait);
+                let sync = if start.sync_ns < wait {
+                    start.sync_ns
+                } else {
+                    wait
+                };
+                cp_add(id, CommitStage::RedoLeaderWrite, wait - sync);
+                cp_add(id, CommitStage::RedoLeaderSync, sync);
             } else {
                 bump(Counter::Followers);
                 add(Counter::FollowerWaitNs, wait);
                 record_kind(HistKind::FollowerWait, wait);
+                cp_add(id, CommitStage::RedoFollowerWait, wait);
             }
         }
     }
@@ -386,10 +517,9 @@ pub fn write_return(_ctx: RetProbeContext) -> u32 {
 /// Not timed: an inlined copy has no return to probe.
 #[uprobe]
 pub fn write_site(ctx: ProbeContext) -> u32 {
-    if is_target().is_none() {
-        return 0;
-    }
+    let Some(id) = is_target() else { return 0 };
     let _ = count_write(&ctx);
+    cp_wrote(id);
     0
 }
 
@@ -397,9 +527,8 @@ pub fn write_site(ctx: ProbeContext) -> u32 {
 /// read: a request whose durability is unknown.
 #[uprobe]
 pub fn write_site_unknown(_ctx: ProbeContext) -> u32 {
-    if is_target().is_none() {
-        return 0;
-    }
+    let Some(id) = is_target() else { return 0 };
+    cp_wrote(id);
     bump(Counter::WriteCalls);
     bump(Counter::WriteUnknown);
     0
@@ -474,6 +603,7 @@ fn binlog_thread(id: u64) -> Option<*mut BinlogThread> {
         commit_start: 0,
         entered: 0,
         redo_start: 0,
+        redo_ns: 0,
         mark: 0,
     };
     let _ = BINLOG_THREADS.insert(id, zero, BPF_NOEXIST as u64);
@@ -517,8 +647,32 @@ fn binlog_group(n: u64, leader: u64) {
 #[uprobe]
 pub fn binlog_enter(_ctx: ProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
+    let now = unsafe { bpf_ktime_get_ns() };
     if let Some(t) = binlog_thread(id) {
-        unsafe { (*t).entered = bpf_ktime_get_ns() };
+        unsafe { (*t).entered = now };
+    }
+    if let Some(s) = cp_span(id) {
+        unsafe {
+            (*s).wrote = 1;
+            (*s).binlog_entered = now;
+        }
+    }
+    0
+}
+
+/// The commit leaves the binlog's group commit: if it did not lead a
+/// flush stage (which clears its entry), it waited for its leader all
+/// along.
+#[uretprobe]
+pub fn binlog_enter_return(_ctx: RetProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    if let Some(s) = cp_span(id) {
+        let entered = unsafe { (*s).binlog_entered };
+        if entered != 0 {
+            unsafe { (*s).binlog_entered = 0 };
+            let d = unsafe { bpf_ktime_get_ns() }.saturating_sub(entered);
+            cp_add(id, CommitStage::BinlogFollowerWait, d);
+        }
     }
     0
 }
@@ -540,12 +694,18 @@ pub fn binlog_redo_entry(_ctx: ProbeContext) -> u32 {
 
 #[uretprobe]
 pub fn binlog_redo_return(_ctx: RetProbeContext) -> u32 {
-    binlog_stage_ends(
+    let d = binlog_stage_ends(
         |t| unsafe { &raw mut (*t).redo_start },
         Counter::BinlogRedoFlushes,
         Counter::BinlogRedoNs,
         HistKind::BinlogRedo,
+        None,
     );
+    if let Some(id) = is_target() {
+        if let Some(t) = BINLOG_THREADS.get_ptr_mut(id) {
+            unsafe { (*t).redo_ns += d };
+        }
+    }
     0
 }
 
@@ -557,6 +717,7 @@ pub fn binlog_flush_open(_ctx: ProbeContext) -> u32 {
     unsafe {
         (*t).flush_start = now;
         (*t).members = 0;
+        (*t).redo_ns = 0;
         let entered = (*t).entered;
         if entered != 0 {
             (*t).entered = 0;
@@ -572,6 +733,18 @@ pub fn binlog_flush_open(_ctx: ProbeContext) -> u32 {
             if let Some(m) = BINLOG_MARKS.get_ptr_mut(0) {
                 (*t).mark = (*m).flushed + 1;
             }
+        }
+    }
+    // The commit path: this commit leads; its wait so far was the queue.
+    if let Some(s) = cp_span(id) {
+        let entered = unsafe { (*s).binlog_entered };
+        if entered != 0 {
+            unsafe { (*s).binlog_entered = 0 };
+            cp_add(
+                id,
+                CommitStage::BinlogQueueWait,
+                now.saturating_sub(entered),
+            );
         }
     }
     0
@@ -621,10 +794,36 @@ pub fn binlog_flush_close(_ctx: RetProbeContext) -> u32 {
         return 0;
     };
     let now = unsafe { bpf_ktime_get_ns() };
-    let (start, n, write) = unsafe { ((*t).flush_start, (*t).members, (*t).write_start) };
+    let (start, n, write, redo) = unsafe {
+        (
+            (*t).flush_start,
+            (*t).members,
+            (*t).write_start,
+            (*t).redo_ns,
+        )
+    };
     if start == 0 {
         return 0;
     }
+    // The redo flush inside it is the redo's stage (timed by the write
+    // probe's return), not the binlog's. Where the group closes here
+    // (MariaDB), the write function is the binlog's write-out and sync:
+    // the sync's stage; before it, the leader waited for its group
+    // (`binlog_commit_wait_*`) and wrote the members' caches.
+    let closes_here = cfg_u32(&BINLOG_CLOSE_AT_FLUSH) != 0;
+    let sync = if closes_here && write != 0 {
+        now.saturating_sub(write)
+    } else {
+        0
+    };
+    cp_add(id, CommitStage::BinlogSync, sync);
+    cp_add(
+        id,
+        CommitStage::BinlogFlush,
+        now.saturating_sub(start)
+            .saturating_sub(redo)
+            .saturating_sub(sync),
+    );
     let close_at_flush = cfg_u32(&BINLOG_CLOSE_AT_FLUSH) != 0;
     unsafe {
         (*t).flush_start = 0;
@@ -697,6 +896,7 @@ pub fn binlog_sync_entry(_ctx: ProbeContext) -> u32 {
             let d = now.saturating_sub(flushed);
             add(Counter::BinlogSyncWaitNs, d);
             record_kind(HistKind::BinlogSyncWait, d);
+            cp_add(id, CommitStage::BinlogSyncWait, d);
         }
     }
     0
@@ -710,21 +910,26 @@ fn binlog_stage_ends(
     count: Counter,
     ns: Counter,
     hist: HistKind,
-) {
-    let Some(id) = is_target() else { return };
+    stage: Option<CommitStage>,
+) -> u64 {
+    let Some(id) = is_target() else { return 0 };
     let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
-        return;
+        return 0;
     };
     let at = start(t);
     let began = unsafe { *at };
     if began == 0 {
-        return;
+        return 0;
     }
     unsafe { *at = 0 };
     let d = unsafe { bpf_ktime_get_ns() }.saturating_sub(began);
     bump(count);
     add(ns, d);
     record_kind(hist, d);
+    if let Some(stage) = stage {
+        cp_add(id, stage, d);
+    }
+    d
 }
 
 #[uretprobe]
@@ -734,6 +939,7 @@ pub fn binlog_sync_return(_ctx: RetProbeContext) -> u32 {
         Counter::BinlogSyncs,
         Counter::BinlogSyncNs,
         HistKind::BinlogSync,
+        Some(CommitStage::BinlogSync),
     );
     0
 }
@@ -754,6 +960,7 @@ pub fn binlog_commit_return(_ctx: RetProbeContext) -> u32 {
         Counter::BinlogCommitGroups,
         Counter::BinlogCommitNs,
         HistKind::BinlogCommit,
+        Some(CommitStage::BinlogCommit),
     );
     0
 }
@@ -826,6 +1033,17 @@ fn sync_exit<C: EbpfContext>(ctx: &C, id: u64) {
     if start.in_flush != 0 && cfg_u32(&ANATOMY) != 0 {
         if let Some(w) = write_slot(id) {
             unsafe { (*w).sync_ns += ns };
+        }
+    }
+    // The commit path without the redo write's return (the server-layer
+    // fallback): a sync the committing thread makes itself is its
+    // commit's fsync, unless a binlog flush stage it leads has it.
+    if cfg_u32(&ANATOMY) == 0 {
+        let in_binlog_flush = BINLOG_THREADS
+            .get_ptr(id)
+            .is_some_and(|t| unsafe { (*t).flush_start } != 0);
+        if !in_binlog_flush {
+            cp_add(id, CommitStage::RedoLeaderSync, ns);
         }
     }
     if let Some(s) = fd_slot(ctx, start.fd, Counter::SyncLost) {

@@ -209,6 +209,16 @@ impl ProbeArgs {
         self.tier.unwrap_or(default)
     }
 
+    /// `--commit-path`, refused with the light tier: it times every commit.
+    pub fn commit_path_in(&self, tier: crate::probes::tier::Tier) -> crate::error::Result<bool> {
+        if self.commit_path && !tier.per_commit() {
+            return Err(crate::error::Error::Usage(
+                "--commit-path times every commit: it needs --probes exact (the default here), not light".into(),
+            ));
+        }
+        Ok(self.commit_path)
+    }
+
     /// The debuginfod servers these flags choose.
     /// `--server-version`, parsed (None when not given).
     pub fn server(&self) -> crate::error::Result<Option<crate::probes::profiles::ServerId>> {
@@ -281,6 +291,12 @@ pub struct ProbeArgs {
     /// device under the redo log (block tracepoints).
     #[arg(long)]
     pub io: bool,
+    /// Each commit's time inside the server, stage by stage (the redo
+    /// flush as leader, waiting as follower, the binlog's stages), with
+    /// the unattributed rest: return probes on the commit path, exact
+    /// tier only.
+    #[arg(long)]
+    pub commit_path: bool,
 }
 
 #[derive(Clone, Debug, Args)]

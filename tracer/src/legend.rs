@@ -64,6 +64,7 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
         io: probes.io.as_ref().map(crate::probes::io::Place::describe),
         io_columns: probes.io_counted(),
         binlog_columns: probes.binlog_counted(),
+        commit_path_columns: probes.commit_path,
     }
 }
 

@@ -3,6 +3,7 @@
 pub mod argv;
 pub mod binlog;
 pub mod cli;
+pub mod commit_path;
 pub mod deltas;
 pub mod error;
 pub mod exporter;

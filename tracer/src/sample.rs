@@ -165,6 +165,9 @@ pub struct Interval {
     /// The binlog group commit, where its probes are attached.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub binlog: Option<crate::binlog::BinlogGroups>,
+    /// `--commit-path`: each commit's time, stage by stage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit_path: Option<crate::commit_path::CommitPath>,
 }
 
 /// `--io`: the block requests the redo syncs caused over an interval, and
@@ -286,6 +289,9 @@ pub struct Columns {
     pub binlog: bool,
     /// ... and the commits group there (see `BinlogProfile::forms_group`).
     pub binlog_forms_group: bool,
+    /// `--commit-path`: the family's stage names in path order (None
+    /// where the commit path is not probed).
+    pub commit_stages: Option<&'static [crate::probes::profiles::StageName]>,
 }
 
 impl Columns {
@@ -305,6 +311,7 @@ impl Columns {
                 io: false,
                 binlog: false,
                 binlog_forms_group: false,
+                commit_stages: None,
             },
             WriteProbe::ServerLayer { .. } => Columns {
                 requests: Source::AllCalls,
@@ -319,6 +326,7 @@ impl Columns {
                 io: false,
                 binlog: false,
                 binlog_forms_group: false,
+                commit_stages: None,
             },
         }
     }
@@ -351,6 +359,9 @@ impl Columns {
         c.binlog = probes.binlog_counted();
         c.binlog_forms_group =
             c.binlog && plan.binlog.as_ref().is_some_and(|b| b.profile.forms_group);
+        c.commit_stages = probes
+            .commit_path
+            .then(|| crate::probes::profiles::commit_stages(plan.server.map(|s| s.flavor)));
         c
     }
 }
@@ -462,6 +473,14 @@ impl Interval {
                     by_class(prev, cur, fds, FileClass::Binlog).syncs,
                     cols.binlog_forms_group,
                 )
+            }),
+            commit_path: cols.commit_stages.and_then(|names| {
+                let cur = cur.commit_path.as_ref()?;
+                Some(crate::commit_path::CommitPath::between(
+                    prev.commit_path.as_ref(),
+                    cur,
+                    names,
+                ))
             }),
         }
     }
@@ -705,6 +724,7 @@ pub fn test_interval(durable: Option<u64>, inside: Option<u64>) -> Interval {
         anatomy: None,
         io: None,
         binlog: None,
+        commit_path: None,
     }
 }
 

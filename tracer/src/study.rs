@@ -325,6 +325,7 @@ async fn one_pass(
                         "ratio": ratio,
                         "ratio_source": source,
                         "binlog": s.trace.as_ref().and_then(|t| t.binlog.as_ref()),
+                        "commit_path": s.trace.as_ref().and_then(|t| t.commit_path.as_ref()),
                         "scenario": r.key.to_string(),
                         "what": r.what,
                         "threads": r.threads,

@@ -35,6 +35,8 @@ pub fn target(args: &TraceArgs) -> Result<Target> {
             given: args.interval,
         });
     }
+    let tier = args.probes.tier_or(crate::probes::tier::Tier::Exact);
+    let commit_path = args.probes.commit_path_in(tier)?;
     Ok(Target {
         pid,
         exe,
@@ -42,11 +44,13 @@ pub fn target(args: &TraceArgs) -> Result<Target> {
         debuginfod: args.probes.debuginfod_choice(),
         server,
         fsync_probe: args.probes.fsync_probe,
-        write_timing: !args.no_write_timing,
+        // The commit path's redo stages are timed by the return probe.
+        write_timing: !args.no_write_timing || args.probes.commit_path,
         // Free where the return probe is attached anyway.
-        anatomy: !args.no_write_timing,
-        tier: args.probes.tier_or(crate::probes::tier::Tier::Exact),
+        anatomy: !args.no_write_timing || args.probes.commit_path,
+        tier,
         io: args.probes.io,
+        commit_path,
     })
 }
 

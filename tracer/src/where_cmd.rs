@@ -70,6 +70,7 @@ pub fn run(args: &ProbesArgs) -> Result<()> {
         anatomy: false,
         tier: args.probes.tier_or(crate::probes::tier::Tier::Exact),
         io: false,
+        commit_path: false,
     })?;
     let seconds = t0.elapsed().as_secs_f64();
     let mut points: Vec<Point> = plan

@@ -183,3 +183,19 @@ fn outputs_refuse_symlinks() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
     assert!(!d.path().join("cells.jsonl").exists());
 }
+
+/// `--commit-path` times every commit: refused with the light tier and
+/// (for now) by the exporter, in one line, before anything starts.
+#[test]
+fn commit_path_needs_the_exact_tier_and_is_not_the_exporters() {
+    let wd = workdir();
+    let err = fails(
+        commitscope()
+            .args(["--probes", "light", "--commit-path", "--threads", "2"])
+            .args(["--duration", "1", "--workdir", wd.path().to_str().unwrap()]),
+    );
+    assert!(err.contains("--probes exact"), "{err}");
+    assert_clean(wd.path());
+    let err = fails(commitscope().args(["exporter", "--commit-path"]));
+    assert!(err.contains("trace --commit-path"), "{err}");
+}

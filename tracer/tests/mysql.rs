@@ -477,3 +477,55 @@ fn the_exporter_serves_a_stock_mysql_exact_and_light() {
         assert_eq!(code, Some(0), "{said:#?}");
     }
 }
+
+/// `--commit-path` on the stock MySQL (binlog on): commits split into the
+/// binlog's stages, the redo's and the followers' wait; a sync delay of
+/// 3 ms lands in the sync leader's wait.
+#[test]
+fn stock_mysql_commit_path_has_the_binlog_stages_and_the_sync_delay() {
+    if needs_root() {
+        return;
+    }
+    let _one = one_at_a_time();
+    let check = |s: &Value| -> Vec<(String, f64)> {
+        let c = &s["trace"]["commit_path"];
+        let commits = u(&s["workload"]["commits"]);
+        assert!(within(u(&c["commits"]), commits, 1.0), "{s}");
+        let stages = c["stages"].as_array().unwrap();
+        let shares: f64 = stages.iter().map(|x| f(&x["share"])).sum();
+        assert!((shares - 1.0).abs() <= 0.01, "{s}");
+        let named = stages.iter().filter(|x| x["stage"] != "unattributed");
+        assert!(named.count() >= 3, "{s}");
+        let rest = stages
+            .iter()
+            .find(|x| x["stage"] == "unattributed")
+            .unwrap();
+        assert!(f(&rest["share"]) <= 0.2, "{s}");
+        assert!(
+            f(&c["p50_us"]) <= f(&s["workload"]["latency"]["p50_us"]),
+            "{s}"
+        );
+        stages
+            .iter()
+            .map(|x| (x["stage"].as_str().unwrap().to_string(), f(&x["mean_us"])))
+            .collect()
+    };
+    let plain = check(&managed(&["--commit-path"]));
+    for want in [
+        "binlog flush",
+        "binlog sync",
+        "binlog group wait (follower)",
+    ] {
+        assert!(plain.iter().any(|(n, _)| n == want), "{want}: {plain:?}");
+    }
+    let delayed = check(&managed(&[
+        "--commit-path",
+        "--server-option",
+        "binlog_group_commit_sync_delay=3000",
+    ]));
+    let wait = delayed
+        .iter()
+        .find(|(n, _)| n == "binlog sync wait")
+        .map_or(0.0, |(_, m)| *m);
+    assert!(wait >= 2000.0, "{delayed:?}");
+}

@@ -61,7 +61,8 @@ pub enum Which {
         #[arg(long, conflicts_with_all = ["anatomy", "arms"])]
         exporter: bool,
         /// The probe sets to alternate with untraced windows, each in its
-        /// turn in every round: trace, trace-io, light, exporter,
+        /// turn in every round: trace, trace-io, light, trace-commit-path,
+        /// exporter,
         /// exporter-no-windows, exporter-window (with exporter-no-windows:
         /// the default schedule composed), exporter-exact, bpftrace (our
         /// exact set as a bpftrace script, the peer).
@@ -735,6 +736,21 @@ fn overhead(
             };
             println!(
                 "trace --io over trace, ratio per round: mean {:.4}, 95 % CI [{:.4}, {:.4}]: {call}",
+                c.mean, c.lo, c.hi
+            );
+        }
+    }
+    // `--commit-path` against the exact set it adds to: what it costs
+    // beyond it (said, not barred: it is opt-in).
+    if let (Some(o), Some(p)) = (at(Arm::TraceCommitPath), at(Arm::Trace)) {
+        let rel: Vec<f64> = ratios[o]
+            .iter()
+            .zip(&ratios[p])
+            .map(|(a, b)| a / b)
+            .collect();
+        if let Some(c) = crate::util::mean_ci95(&rel) {
+            println!(
+                "trace --commit-path over trace, ratio per round: mean {:.4}, 95 % CI [{:.4}, {:.4}]",
                 c.mean, c.lo, c.hi
             );
         }

@@ -25,6 +25,10 @@ pub enum Arm {
     TraceIo,
     /// `trace --probes light`: per flush only, commits by the counter.
     Light,
+    /// `trace --commit-path`: the exact set plus the commit function's
+    /// entry and return and the redo write's return (opt-in: its cost is
+    /// measured and said, not held to a bar).
+    TraceCommitPath,
     /// The exporter as it runs by default: light probes, and exact
     /// windows for 1/30 of the time (10 s every 300 s there; 0.1 s every
     /// 3 s here, so each measured window holds one), scraped every second.
@@ -58,6 +62,7 @@ impl Arm {
             Arm::Trace => "trace (exact)",
             Arm::TraceIo => "trace --io",
             Arm::Light => "trace --probes light",
+            Arm::TraceCommitPath => "trace --commit-path",
             Arm::Exporter => "exporter (light + windows)",
             Arm::ExporterNoWindows => "exporter --window-every 0",
             Arm::ExporterWindow => "exporter in an exact window",
@@ -72,7 +77,7 @@ impl Arm {
             Arm::Trace if anatomy => Some(0.95),
             Arm::Trace | Arm::ExporterExact => Some(0.98),
             Arm::Light | Arm::Exporter | Arm::ExporterNoWindows => Some(ALWAYS_ON),
-            Arm::Bpftrace | Arm::TraceIo | Arm::ExporterWindow => None,
+            Arm::Bpftrace | Arm::TraceIo | Arm::ExporterWindow | Arm::TraceCommitPath => None,
         }
     }
 
@@ -81,6 +86,7 @@ impl Arm {
         match self {
             Arm::Bpftrace => "the peer: no bar",
             Arm::TraceIo => "its bar is on its ratio over trace's, below",
+            Arm::TraceCommitPath => "opt-in: its cost is said, not held to a bar",
             Arm::ExporterWindow => {
                 "a part of the default schedule: its bar is on the composition, below"
             }
@@ -131,6 +137,7 @@ pub fn attach(
         Arm::Trace => trace(&["--json", "--no-write-timing"]),
         Arm::TraceIo => trace(&["--json", "--no-write-timing", "--io"]),
         Arm::Light => trace(&["--json", "--probes", "light"]),
+        Arm::TraceCommitPath => trace(&["--json", "--commit-path"]),
         Arm::Exporter => Ok(Attached::Ours(Scraped::start(
             cs,
             pid,

@@ -376,6 +376,7 @@ pub fn attach(
         anatomy: opts.anatomy || !opts.tier.per_commit(),
         tier: opts.tier,
         io: false,
+        commit_path: false,
     };
     let plan = Plan::new(&target)?;
     let probes = Probes::attach(&target, plan)?;

@@ -185,6 +185,11 @@ pub fn run(args: ExporterArgs) -> Result<()> {
             args.window_every, args.window
         )));
     }
+    if args.probes.commit_path {
+        return Err(Error::Usage(
+            "--commit-path is for trace, the main command, study and sweep, not the exporter (yet): run `commitscope trace --commit-path --pid PID` beside it".into(),
+        ));
+    }
     if args.probes.io {
         return Err(Error::Usage(
             "--io is for trace, the main command and sweep, not the exporter: run `commitscope trace --io --pid PID` beside it".into(),

@@ -184,6 +184,7 @@ mod tests {
             io: false,
             binlog: false,
             binlog_forms_group: false,
+            commit_stages: None,
         }
     }
 

@@ -68,6 +68,8 @@ pub struct Probes {
     pub io: Option<io::Place>,
     /// The binlog group commit's probes are attached.
     pub(super) binlog: bool,
+    /// The commit path's span probes are attached (`--commit-path`).
+    pub commit_path: bool,
 }
 
 fn set_pred<'a>(l: &mut EbpfLoader<'a>, names: [&'a str; 4], p: &'a Pred, op: &'a u32) {
@@ -214,6 +216,14 @@ impl Probes {
         loader.override_global(g::DURABLE_PRED, &member, true);
         loader.override_global(g::BATCH_ON_SYNC, &batch_on_sync, true);
         loader.override_global(g::ANATOMY, &anatomy, true);
+        // The commit path: per commit, so the exact tier only, and where
+        // the commit function is out of line (its return is the span's end).
+        let commit_at = plan
+            .commit
+            .as_ref()
+            .filter(|_| target.commit_path && target.tier.per_commit());
+        let commit_path = u32::from(commit_at.is_some());
+        loader.override_global(g::COMMIT_PATH, &commit_path, true);
         set_pred(
             &mut loader,
             [g::PRED_A_ARG, g::PRED_A_OP, g::PRED_A_MASK, g::PRED_A_VALUE],
@@ -327,14 +337,26 @@ impl Probes {
             binlog::attach(
                 &mut ebpf,
                 b,
-                target.tier.per_commit(),
+                binlog::Per {
+                    commit: target.tier.per_commit(),
+                    commit_path: commit_path != 0,
+                },
                 exe,
                 pid,
                 |kind, at| note("binlog", kind, at, at.file_offset, None),
             )?;
         }
+        // The commit's span last, its return first: a span opened before
+        // its end is in place would never close.
+        if let Some(at) = commit_at {
+            attach_uprobe(&mut ebpf, prog::COMMIT_RETURN, at.file_offset, at, exe, pid)?;
+            note("commit", "uretprobe", at, at.file_offset, None);
+            attach_uprobe(&mut ebpf, prog::COMMIT_ENTRY, at.file_offset, at, exe, pid)?;
+            note("commit", "uprobe", at, at.file_offset, None);
+        }
         let mut p = Probes {
             binlog,
+            commit_path: commit_path != 0,
             ebpf,
             logs,
             plan,

@@ -12,12 +12,21 @@ use tracer_ebpf::programs as prog;
 use super::{plan::BinlogPlan, symbols::Resolved, uprobe::attach_uprobe};
 use crate::error::Result;
 
-/// Attaches every boundary (with `per_commit`, the per-commit ones too);
+/// Which of the per-commit probes go on.
+pub struct Per {
+    /// The exact tier: the member (sizes) and the commit's entry (the
+    /// leader's queue wait).
+    pub commit: bool,
+    /// `--commit-path`: the entry's return too (a follower's wait).
+    pub commit_path: bool,
+}
+
+/// Attaches every boundary (and the per-commit ones `per` asks for);
 /// `note(kind, at)` hears of each probe.
 pub fn attach(
     ebpf: &mut Ebpf,
     plan: &BinlogPlan,
-    per_commit: bool,
+    per: Per,
     exe: &Path,
     pid: NonZeroU32,
     mut note: impl FnMut(&'static str, &Resolved),
@@ -42,8 +51,11 @@ pub fn attach(
     if let Some((at, _)) = &plan.group_close {
         put(prog::BINLOG_GROUP_CLOSE, at, "uprobe")?;
     }
-    if per_commit {
+    if per.commit {
         put(prog::BINLOG_MEMBER, &plan.member, "uprobe")?;
+    }
+    if let Some(at) = plan.enter.as_ref().filter(|_| per.commit_path) {
+        put(prog::BINLOG_ENTER_RETURN, at, "uretprobe")?;
     }
     put(prog::BINLOG_WRITE_ENTRY, &plan.write, "uprobe")?;
     if let Some(at) = &plan.sync {
@@ -56,7 +68,7 @@ pub fn attach(
         put(prog::BINLOG_REDO_ENTRY, at, "uprobe")?;
     }
     put(prog::BINLOG_FLUSH_OPEN, &plan.flush_open, "uprobe")?;
-    if per_commit {
+    if per.commit {
         if let Some(at) = &plan.enter {
             put(prog::BINLOG_ENTER, at, "uprobe")?;
         }

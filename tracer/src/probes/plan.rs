@@ -35,6 +35,9 @@ pub struct Target {
     pub tier: Tier,
     /// `--io`: time the block requests each redo sync causes.
     pub io: bool,
+    /// `--commit-path`: each commit's time, stage by stage (needs
+    /// `write_timing` and `anatomy` for the redo's stages).
+    pub commit_path: bool,
 }
 
 /// How the write probe was placed.
@@ -145,6 +148,8 @@ pub struct Plan {
     pub debuginfod: Option<debuginfod::Looked>,
     /// The binlog group commit's boundaries, where the binary has them.
     pub binlog: Option<BinlogPlan>,
+    /// The server layer's commit function (`--commit-path`), out of line.
+    pub commit: Option<Resolved>,
 }
 
 impl Plan {
@@ -221,6 +226,7 @@ impl Plan {
                 server,
                 exe: target.exe.clone(),
                 binlog: BinlogPlan::find(&r, server),
+                commit: r.resolve(profiles::COMMIT_SPAN).filter(|x| x.out_of_line),
                 debug_looked_for: r.looked_for,
                 debuginfod: debuginfod_looked,
             });
@@ -241,6 +247,7 @@ impl Plan {
                 server,
                 exe: target.exe.clone(),
                 binlog: BinlogPlan::find(&r, server),
+                commit: r.resolve(profiles::COMMIT_SPAN).filter(|x| x.out_of_line),
                 debug_looked_for: r.looked_for,
                 debuginfod: debuginfod_looked,
             });

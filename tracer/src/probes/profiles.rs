@@ -7,7 +7,7 @@
 //! bits of its register, hence the 0xff masks.
 use std::{fmt, path::Path, process::Command, str::FromStr, time::Duration};
 
-use tracer_ebpf::PredOp;
+use tracer_ebpf::{CommitStage, PredOp};
 
 use crate::error::Error;
 
@@ -501,6 +501,88 @@ pub const FALLBACK_TWO_PHASE: &[&str] = &[
     "_ZN13MYSQL_BIN_LOG13log_and_orderEP3THDybbb",
     "_ZN13MYSQL_BIN_LOG6commitEP3THDb",
 ];
+
+/// The server layer's commit function: a commit's span for
+/// `--commit-path`, from the commit's entry to its return, autocommit
+/// statements included. It also ends statements inside a transaction;
+/// the kernel side keeps only the calls that wrote (see `CommitSpan`).
+/// MySQL 8+: (THD*, bool all, bool ignore_global_read_lock); MariaDB:
+/// (THD*, bool all).
+pub const COMMIT_SPAN: &[&str] = &["_Z15ha_commit_transP3THDbb", "_Z15ha_commit_transP3THDb"];
+
+/// A commit-path stage as a family names it: the kernel's slot, the
+/// name the summary and JSON use, and the tick line's short form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StageName {
+    pub slot: CommitStage,
+    pub name: &'static str,
+    pub short: &'static str,
+}
+
+const fn st(slot: CommitStage, name: &'static str, short: &'static str) -> StageName {
+    StageName { slot, name, short }
+}
+
+/// The commit path's stages as `flavor` names them, in path order: where
+/// a commit's time goes on that family. MariaDB flushes the redo in
+/// prepare, before the binlog's group; MySQL 8+ has its flush-stage
+/// leader ask InnoDB for it inside the binlog's flush stage, and its
+/// committing threads never flush the redo themselves (log_writer and
+/// log_flusher do).
+pub fn commit_stages(flavor: Option<Flavor>) -> &'static [StageName] {
+    match flavor {
+        Some(Flavor::MySql) => MYSQL_STAGES,
+        _ => MARIADB_STAGES,
+    }
+}
+
+const MYSQL_STAGES: &[StageName] = {
+    use CommitStage as S;
+    &[
+        st(S::BinlogQueueWait, "binlog flush: queue wait", "bl_queue"),
+        st(S::BinlogFlush, "binlog flush", "bl_flush"),
+        st(S::RedoLeaderWrite, "redo write (leader)", "redo_write"),
+        st(S::RedoLeaderSync, "redo fsync (leader)", "redo_sync"),
+        st(
+            S::RedoFollowerWait,
+            "redo wait (log_writer, log_flusher)",
+            "redo_wait",
+        ),
+        st(S::BinlogSyncWait, "binlog sync wait", "bl_syncwait"),
+        st(S::BinlogSync, "binlog sync", "bl_sync"),
+        st(S::BinlogCommit, "binlog commit stage", "bl_commit"),
+        st(
+            S::BinlogFollowerWait,
+            "binlog group wait (follower)",
+            "bl_follower",
+        ),
+    ]
+};
+
+const MARIADB_STAGES: &[StageName] = {
+    use CommitStage as S;
+    &[
+        st(S::RedoLeaderWrite, "redo write (leader)", "redo_write"),
+        st(S::RedoLeaderSync, "redo fsync (leader)", "redo_sync"),
+        st(S::RedoFollowerWait, "redo wait (follower)", "redo_wait"),
+        st(S::BinlogQueueWait, "binlog queue wait (leader)", "bl_queue"),
+        st(
+            S::BinlogFlush,
+            "binlog group: wait, write caches (leader)",
+            "bl_group",
+        ),
+        st(
+            S::BinlogSync,
+            "binlog write-out and sync (leader)",
+            "bl_sync",
+        ),
+        st(
+            S::BinlogFollowerWait,
+            "binlog group wait (follower)",
+            "bl_follower",
+        ),
+    ]
+};
 
 /// A mangled C++ name demangled, or None. Not `to_string()`: the
 /// demangler's `Display` fails on some names that parse, and `to_string`

@@ -1,9 +1,12 @@
 //! Reading the maps: every counter, fd and histogram once, as a
 //! [`Snapshot`]; the fd keys alone, for naming them; the programs' log.
 use aya::maps::{HashMap, PerCpuArray, PerCpuHashMap};
-use tracer_ebpf::{maps, FdStats, SizeHist};
+use tracer_ebpf::{maps, CommitStats, FdStats, SizeHist};
 
-use super::{attach::Probes, snapshot::Snapshot};
+use super::{
+    attach::Probes,
+    snapshot::{CommitTotals, Snapshot},
+};
 use crate::error::{Error, Result};
 
 impl Probes {
@@ -47,6 +50,31 @@ impl Probes {
         }
         let used = out.iter().rposition(|n| *n > 0).map_or(0, |i| i + 1);
         out.truncate(used);
+        Ok(out)
+    }
+
+    /// The commit path's totals, summed over CPUs.
+    fn commit_totals(&self) -> Result<CommitTotals> {
+        let map = maps::CP_STATS;
+        let err = |detail: String| Error::MapRead { map, detail };
+        let m: PerCpuArray<_, CommitStats> = PerCpuArray::try_from(
+            self.ebpf
+                .map(map)
+                .ok_or_else(|| err("missing from the object".into()))?,
+        )
+        .map_err(|e| err(e.to_string()))?;
+        let mut out = CommitTotals::default();
+        for c in m.get(&0, 0).map_err(|e| err(e.to_string()))?.iter() {
+            out.add(&CommitTotals {
+                commits: c.commits,
+                total_ns: c.total_ns,
+                total: c.total.slots.to_vec(),
+                stage_commits: c.stage_commits,
+                stage_ns: c.stage_ns,
+                stage_hist: c.stage_hist.map(|h| h.buckets),
+                lost: c.lost,
+            });
+        }
         Ok(out)
     }
 
@@ -102,6 +130,9 @@ impl Probes {
         }
         snap.batch = self.sizes(maps::BATCH)?;
         snap.binlog_sizes = self.sizes(maps::BINLOG_SIZES)?;
+        if self.commit_path {
+            snap.commit_path = Some(self.commit_totals()?);
+        }
         if self.binlog {
             let leaders: HashMap<_, u64, u64> = HashMap::try_from(
                 self.ebpf

@@ -3,7 +3,7 @@
 //! on it without the programs.
 use std::collections::HashMap;
 
-use tracer_ebpf::{Counter, HIST_BUCKETS};
+use tracer_ebpf::{Counter, CP_STAGES, HIST_BUCKETS};
 
 use super::profiles::Source;
 
@@ -24,6 +24,52 @@ pub struct Snapshot {
     /// Light tier: the server's commit counter at this read (set by the
     /// caller, who can log in; 0 when nothing counts commits).
     pub commits: u64,
+    /// `--commit-path`: the commits' totals (None where not attached).
+    pub commit_path: Option<CommitTotals>,
+}
+
+/// The kernel's `CommitStats` summed over CPUs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommitTotals {
+    pub commits: u64,
+    pub total_ns: u64,
+    /// The whole commit's time ([`tracer_ebpf::FineHist`] slots).
+    pub total: Vec<u64>,
+    pub stage_commits: [u64; CP_STAGES],
+    pub stage_ns: [u64; CP_STAGES],
+    pub stage_hist: [[u64; HIST_BUCKETS]; CP_STAGES],
+    pub lost: u64,
+}
+
+impl Default for CommitTotals {
+    fn default() -> Self {
+        CommitTotals {
+            commits: 0,
+            total_ns: 0,
+            total: vec![0; tracer_ebpf::FINE_SLOTS],
+            stage_commits: [0; CP_STAGES],
+            stage_ns: [0; CP_STAGES],
+            stage_hist: [[0; HIST_BUCKETS]; CP_STAGES],
+            lost: 0,
+        }
+    }
+}
+
+impl CommitTotals {
+    /// Adds one CPU's (or one attachment's) figures.
+    pub fn add(&mut self, o: &CommitTotals) {
+        self.commits += o.commits;
+        self.total_ns += o.total_ns;
+        add_sizes(&mut self.total, &o.total);
+        for k in 0..CP_STAGES {
+            self.stage_commits[k] += o.stage_commits[k];
+            self.stage_ns[k] += o.stage_ns[k];
+            for (a, b) in self.stage_hist[k].iter_mut().zip(o.stage_hist[k]) {
+                *a += b;
+            }
+        }
+        self.lost += o.lost;
+    }
 }
 
 // By hand: arrays of more than 32 have no derived Default.
@@ -37,6 +83,7 @@ impl Default for Snapshot {
             binlog_sizes: Vec::new(),
             binlog_leaders: HashMap::new(),
             commits: 0,
+            commit_path: None,
         }
     }
 }
@@ -87,6 +134,9 @@ impl Snapshot {
             *self.binlog_leaders.entry(*tid).or_default() += n;
         }
         self.commits += other.commits;
+        if let Some(o) = &other.commit_path {
+            self.commit_path.get_or_insert_with(Default::default).add(o);
+        }
         for (fd, t) in &other.fds {
             let e = self.fds.entry(*fd).or_default();
             e.syncs += t.syncs;

@@ -124,22 +124,96 @@ pub fn write_all(dir: &Path, g: &Grid, workload: &str) -> Result<Vec<PathBuf>> {
     if !bars.is_empty() {
         let path = dir.join("fsync_split.svg");
         let mut svg = String::new();
-        let keys: Vec<String> = if g.columns.len() > 1 {
-            let c = g.columns.iter().enumerate();
-            c.map(|(i, c)| format!("{}: {c}", column_key(i))).collect()
-        } else {
-            Vec::new()
+        let stack = Stack {
+            title: format!("{workload}: what a redo fsync waits for, per cell"),
+            y_desc: "mean redo fsync (µs)",
+            parts: [
+                "device (its own requests, cache flushes)",
+                "journal",
+                "other (journal wait, queueing, CPU)",
+            ]
+            .map(String::from)
+            .to_vec(),
+            keys: column_keys(g),
+            fixed_top: None,
         };
-        draw_split(&mut svg, workload, &bars, &keys).map_err(draw_err(&path))?;
+        draw_stacked(&mut svg, &stack, &bars).map_err(draw_err(&path))?;
+        crate::outfile::write(&path, svg.as_bytes())?;
+        out.push(path);
+    }
+    let (parts, bars) = path_bars(g);
+    if !bars.is_empty() {
+        let path = dir.join("commit_path.svg");
+        let mut svg = String::new();
+        let stack = Stack {
+            title: format!("{workload}: where a commit's time goes in the server, per cell"),
+            y_desc: "share of the commits' time in the server (%)",
+            parts,
+            keys: column_keys(g),
+            fixed_top: Some(100.0),
+        };
+        draw_stacked(&mut svg, &stack, &bars).map_err(draw_err(&path))?;
         crate::outfile::write(&path, svg.as_bytes())?;
         out.push(path);
     }
     Ok(out)
 }
 
-/// One cell's bar: its label and mean redo fsync µs split into device,
-/// journal and other.
-type Bar = (String, [f64; 3]);
+/// One cell's bar: its label and its parts, stacked in order.
+type Bar = (String, Vec<f64>);
+
+/// A cell's label in a bar chart. Settings are long: with several
+/// columns, a bar is labelled by its threads and the column's letter,
+/// and the legend spells the letters.
+fn bar_label(g: &Grid, threads: u32, ci: usize, col: &str) -> String {
+    if g.columns.len() > 1 {
+        format!("{threads} thr · {}", column_key(ci))
+    } else {
+        format!("{threads} thr {col}")
+    }
+}
+
+/// The legend's lines for the column letters (none with one column).
+fn column_keys(g: &Grid) -> Vec<String> {
+    if g.columns.len() > 1 {
+        let c = g.columns.iter().enumerate();
+        c.map(|(i, c)| format!("{}: {c}", column_key(i))).collect()
+    } else {
+        Vec::new()
+    }
+}
+
+/// `--commit-path` cells in table order: each stage's share of the
+/// commits' time in the server, in percent; the stages in path order as
+/// they first appear (the unattributed rest last).
+fn path_bars(g: &Grid) -> (Vec<String>, Vec<Bar>) {
+    let mut names: Vec<String> = Vec::new();
+    let mut cells = Vec::new();
+    for &row in &g.rows {
+        for (ci, col) in g.columns.iter().enumerate() {
+            let Some(c) = g.get(row, ci).and_then(|r| r.commit_path.as_ref()) else {
+                continue;
+            };
+            for s in &c.shares {
+                if !names.contains(&s.stage) {
+                    names.push(s.stage.clone());
+                }
+            }
+            cells.push((bar_label(g, row.1, ci, col), c));
+        }
+    }
+    // The rest on top of every bar.
+    let rest = crate::commit_path::UNATTRIBUTED;
+    names.retain(|n| n != rest);
+    if !cells.is_empty() {
+        names.push(rest.to_string());
+    }
+    let bars = cells
+        .into_iter()
+        .map(|(label, c)| (label, names.iter().map(|n| 100.0 * c.share(n)).collect()))
+        .collect();
+    (names, bars)
+}
 
 /// The `--io` cells in table order (none without `--io`).
 /// Settings are long: with several columns, each bar is labelled by its
@@ -152,12 +226,10 @@ fn split_bars(g: &Grid) -> Vec<Bar> {
                 continue;
             };
             let v = |x: Option<f64>| x.unwrap_or(0.0);
-            let label = if g.columns.len() > 1 {
-                format!("{} thr · {}", row.1, column_key(ci))
-            } else {
-                format!("{} thr {col}", row.1)
-            };
-            out.push((label, [v(io.device_us), v(io.journal_us), v(io.other_us)]));
+            out.push((
+                bar_label(g, row.1, ci, col),
+                vec![v(io.device_us), v(io.journal_us), v(io.other_us)],
+            ));
         }
     }
     out
@@ -173,31 +245,36 @@ fn column_key(i: usize) -> String {
     }
 }
 
-/// `fsync_split.svg`: a stacked bar per cell — device, journal, other —
-/// so that flush methods, filesystems or disks compare side by side.
-fn draw_split(
-    svg: &mut String,
-    workload: &str,
-    bars: &[Bar],
-    keys: &[String],
-) -> std::result::Result<(), String> {
+/// A stacked bar chart: its title, y axis, the parts each bar stacks
+/// (bottom first), the column letters' legend, and the y axis's top when
+/// fixed (shares: 100 %).
+struct Stack {
+    title: String,
+    y_desc: &'static str,
+    parts: Vec<String>,
+    keys: Vec<String>,
+    fixed_top: Option<f64>,
+}
+
+/// A stacked bar per cell: `fsync_split.svg` (device, journal, other, so
+/// that flush methods, filesystems or disks compare side by side) and
+/// `commit_path.svg` (each stage's share of a commit, as clients grow).
+fn draw_stacked(svg: &mut String, s: &Stack, bars: &[Bar]) -> std::result::Result<(), String> {
     let e = |e: &dyn std::fmt::Display| e.to_string();
     let root = SVGBackend::with_string(svg, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e(&x))?;
-    let top = bars
-        .iter()
-        .map(|(_, p)| p.iter().sum::<f64>())
-        .fold(0.0, f64::max)
-        .max(1.0)
-        // Headroom for the legend (three parts, the column keys) above
-        // the tallest bar.
-        * (1.25 + 0.07 * (3 + keys.len()) as f64);
+    let tallest = s.fixed_top.unwrap_or_else(|| {
+        bars.iter()
+            .map(|(_, p)| p.iter().sum::<f64>())
+            .fold(0.0, f64::max)
+            .max(1.0)
+    });
+    // Headroom for the legend (the parts, the column keys) above the
+    // tallest bar.
+    let top = tallest * (1.25 + 0.07 * (s.parts.len() + s.keys.len()) as f64);
     let n = bars.len() as f64;
     let mut c = ChartBuilder::on(&root)
-        .caption(
-            format!("{workload}: what a redo fsync waits for, per cell"),
-            ("sans-serif", 26),
-        )
+        .caption(&s.title, ("sans-serif", 26))
         .margin(24)
         .x_label_area_size(90)
         .y_label_area_size(90)
@@ -218,29 +295,25 @@ fn draw_split(
         .x_labels(bars.len())
         .x_label_formatter(&label)
         .x_desc("cell (threads, settings)")
-        .y_desc("mean redo fsync (µs)")
+        .y_desc(s.y_desc)
         .y_label_formatter(&|y| format!("{y:.0}"))
         .axis_desc_style(("sans-serif", 20))
         .label_style(("sans-serif", 13))
         .draw()
         .map_err(|x| e(&x))?;
-    let parts = [
-        "device (its own requests, cache flushes)",
-        "journal",
-        "other (journal wait, queueing, CPU)",
-    ];
-    for (k, name) in parts.iter().enumerate() {
+    for (k, name) in s.parts.iter().enumerate() {
         let color = Palette99::pick(k).to_rgba();
         c.draw_series(bars.iter().enumerate().map(|(i, (_, p))| {
-            let base: f64 = p[..k].iter().sum();
+            let base: f64 = p.iter().take(k).sum();
+            let h = p.get(k).copied().unwrap_or(0.0);
             let x = i as f64;
-            Rectangle::new([(x - 0.35, base), (x + 0.35, base + p[k])], color.filled())
+            Rectangle::new([(x - 0.35, base), (x + 0.35, base + h)], color.filled())
         }))
         .map_err(|x| e(&x))?
-        .label(*name)
+        .label(name.as_str())
         .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], color.filled()));
     }
-    for k in keys {
+    for k in &s.keys {
         // A legend line without a mark: what a bar's letter stands for.
         c.draw_series(std::iter::once(EmptyElement::at((0.0, 0.0))))
             .map_err(|x| e(&x))?

@@ -59,6 +59,8 @@ const FIXED: &[&str] = &[
 fn columns() -> Vec<&'static str> {
     let mut c = FIXED.to_vec();
     c.extend(crate::binlog::STAGES.iter().map(|s| s.column));
+    c.extend(["cp_commits", "cp_mean_us", "cp_p50_us", "cp_p99_us"]);
+    c.extend(crate::commit_path::CSV_SHARES.iter().map(|(_, col)| *col));
     c
 }
 
@@ -143,6 +145,20 @@ pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
         row.push(cell(
             b.and_then(|b| b.stage_mean_us(stage.name))
                 .map(|v| format!("{v:.1}")),
+        ));
+    }
+    let c = t.and_then(|t| t.commit_path.as_ref());
+    row.push(cell(c.map(|c| c.commits)));
+    for v in [
+        c.and_then(|c| c.mean_us),
+        c.and_then(|c| c.p50_us),
+        c.and_then(|c| c.p99_us),
+    ] {
+        row.push(cell(v.map(|v| format!("{v:.1}"))));
+    }
+    for (slot, _) in crate::commit_path::CSV_SHARES {
+        row.push(cell(
+            c.and_then(|c| c.share_of(slot)).map(|v| format!("{v:.4}")),
         ));
     }
     row

@@ -19,6 +19,8 @@ pub struct Human<W: Write> {
     io: bool,
     /// Binlog group columns.
     binlog: bool,
+    /// Commit-path columns.
+    commit_path: bool,
 }
 
 impl<W: Write> Human<W> {
@@ -30,6 +32,7 @@ impl<W: Write> Human<W> {
             anatomy: false,
             io: false,
             binlog: false,
+            commit_path: false,
         }
     }
 }
@@ -74,6 +77,28 @@ pub(crate) fn anatomy_cells(a: Option<&crate::sample::Anatomy>) -> String {
             opt_f(a.follower_wait_p99_us.or(a.leader_wait_p99_us), 0)
         )
     })
+}
+
+/// The header of [`commit_path_cells`], or nothing without `--commit-path`.
+pub(crate) fn commit_path_header(on: bool) -> String {
+    if on {
+        format!("  {:>8}  {:>16}", "cp_us", "cp_top")
+    } else {
+        String::new()
+    }
+}
+
+/// The commits' mean time in the server and the stage with the largest
+/// share of it (its short name and share).
+pub(crate) fn commit_path_cells(on: bool, c: Option<&crate::commit_path::CommitPath>) -> String {
+    if !on {
+        return String::new();
+    }
+    let top = c.and_then(|c| c.top()).map_or_else(
+        || "-".into(),
+        |s| format!("{} {:.0}%", s.short, s.share.unwrap_or(0.0) * 100.0),
+    );
+    format!("  {:>8}  {:>16}", opt_f(c.and_then(|c| c.mean_us), 0), top)
 }
 
 /// The header of [`binlog_cells`], or nothing without the binlog probes.
@@ -233,7 +258,7 @@ impl<W: Write> Human<W> {
         let nw = if self.fallback { "commits" } else { "n_write" };
         let _ = writeln!(
             self.out,
-            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}  {:>9}  {:>9}{}{}{}",
+            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}  {:>9}  {:>9}{}{}{}{}",
             "time",
             nw,
             "durable",
@@ -248,6 +273,7 @@ impl<W: Write> Human<W> {
             "p99_batch",
             anatomy_header(self.anatomy),
             binlog_header(self.binlog),
+            commit_path_header(self.commit_path),
             io_header(self.io)
         );
     }
@@ -260,6 +286,7 @@ impl<W: Write> Sink for Human<W> {
         self.anatomy = l.anatomy.is_some();
         self.io = l.io_columns;
         self.binlog = l.binlog_columns;
+        self.commit_path = l.commit_path_columns;
         let server = l.server.as_deref().unwrap_or("server version unknown");
         let _ = writeln!(
             self.out,
@@ -291,7 +318,7 @@ impl<W: Write> Sink for Human<W> {
         self.lines += 1;
         let _ = writeln!(
             self.out,
-            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}  {:>9}  {:>9}{}{}{}",
+            "{:<8}  {:>8}  {:>8}  {:>8}  {:>11}  {:>10}  {:>11}  {:>11}  {:>12}  {:>10}  {:>9}  {:>9}{}{}{}{}",
             clock(at),
             i.n_write,
             durable_cell(i),
@@ -306,6 +333,7 @@ impl<W: Write> Sink for Human<W> {
             opt_u(i.batch.p99),
             anatomy_cells(i.anatomy.as_ref()),
             binlog_cells(self.binlog, i.binlog.as_ref()),
+            commit_path_cells(self.commit_path, i.commit_path.as_ref()),
             io_cells(i.io.as_ref())
         );
         let _ = self.out.flush();
@@ -432,6 +460,7 @@ pub fn probe_totals(out: &mut impl Write, l: &Legend, t: &Interval) {
     }
     anatomy_block(out, l, t);
     super::binlog_block::write(out, t.binlog.as_ref());
+    super::commit_path_block::write(out, t.commit_path.as_ref());
     io_block(out, t);
 }
 
@@ -468,6 +497,7 @@ mod tests {
             io: None,
             io_columns: false,
             binlog_columns: false,
+            commit_path_columns: false,
         }
     }
 

@@ -5,8 +5,8 @@ use std::{io::Write, time::SystemTime};
 
 use super::{
     human::{
-        anatomy_cells, anatomy_header, binlog_cells, binlog_header, clock, io_cells, io_header,
-        opt_f, opt_u, probe_totals,
+        anatomy_cells, anatomy_header, binlog_cells, binlog_header, clock, commit_path_cells,
+        commit_path_header, io_cells, io_header, opt_f, opt_u, probe_totals,
     },
     records::{RunHeader, RunSink, RunSummary},
 };
@@ -22,6 +22,8 @@ pub struct Live<W: Write> {
     io: bool,
     /// Binlog group columns.
     binlog: bool,
+    /// Commit-path columns.
+    commit_path: bool,
     /// TPC-C ticks print tpcc-mysql's interval lines instead of the table.
     tpcc: workload::report::IntervalLines,
 }
@@ -35,6 +37,7 @@ impl<W: Write> Live<W> {
             anatomy: false,
             io: false,
             binlog: false,
+            commit_path: false,
             tpcc: Default::default(),
         }
     }
@@ -42,7 +45,7 @@ impl<W: Write> Live<W> {
     fn header(&mut self) {
         let _ = writeln!(
             self.out,
-            "{:<8}  {:>9}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}{}{}",
+            "{:<8}  {:>9}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}{}{}{}",
             "time",
             "tps",
             "p99_ms",
@@ -60,6 +63,7 @@ impl<W: Write> Live<W> {
             "p99_batch",
             anatomy_header(self.anatomy),
             binlog_header(self.binlog),
+            commit_path_header(self.commit_path),
             io_header(self.io)
         );
     }
@@ -107,6 +111,7 @@ impl<W: Write> RunSink for Live<W> {
         self.anatomy = h.legend.as_ref().is_some_and(|l| l.anatomy.is_some());
         self.io = h.legend.as_ref().is_some_and(|l| l.io_columns);
         self.binlog = h.legend.as_ref().is_some_and(|l| l.binlog_columns);
+        self.commit_path = h.legend.as_ref().is_some_and(|l| l.commit_path_columns);
         let _ = writeln!(
             self.out,
             "# server: {}{}",
@@ -184,7 +189,7 @@ impl<W: Write> RunSink for Live<W> {
         };
         let _ = writeln!(
             self.out,
-            "{:<8}  {:>9.1}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}{}{}{}",
+            "{:<8}  {:>9.1}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}{}{}{}{}",
             clock(at),
             w.tps,
             ms(w.latency.p99_us),
@@ -198,6 +203,7 @@ impl<W: Write> RunSink for Live<W> {
             opt_u(t.and_then(|t| t.batch.p99)),
             anatomy_cells(t.and_then(|t| t.anatomy.as_ref())),
             binlog_cells(self.binlog, t.and_then(|t| t.binlog.as_ref())),
+            commit_path_cells(self.commit_path, t.and_then(|t| t.commit_path.as_ref())),
             io_cells(t.and_then(|t| t.io.as_ref())),
             match (j.stalled_s, w.warmup) {
                 (Some(s), _) => format!("  (stalled: no commit for {s:.0} s)"),

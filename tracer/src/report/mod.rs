@@ -3,6 +3,7 @@
 //! [`Joined`](crate::sample::Joined) ticks (workload + probes) through [`RunSink`].
 pub mod binlog_block;
 pub mod charts;
+mod commit_path_block;
 pub mod csv;
 pub mod fmt;
 pub mod grid;

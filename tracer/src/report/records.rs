@@ -88,6 +88,9 @@ pub struct Legend {
     /// The binlog group commit's probes are attached: its columns exist.
     #[serde(skip)]
     pub binlog_columns: bool,
+    /// `--commit-path`: its columns exist.
+    #[serde(skip)]
+    pub commit_path_columns: bool,
 }
 
 /// The end-of-run record.

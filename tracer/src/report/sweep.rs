@@ -130,7 +130,7 @@ fn io_table(s: &mut String, g: &Grid) {
     }
 }
 
-const CSV_HEADER: &str = "workload,warehouses,threads,settings,tps,tpmc,commits,commits_per_flush,n_write,n_flush,write_per_flush,redo_fsync,redo_fsync_p99_us,batch_p50,batch_p99,latency_p50_us,latency_p99_us,errors,measured_s,rows,rows_elapsed_s,io_requests_per_sync,io_kib_per_sync,io_cache_flushes_per_sync,fsync_device_us,fsync_journal_us,fsync_other_us,binlog_groups,binlog_mean,binlog_p50,binlog_p99,key";
+const CSV_HEADER: &str = "workload,warehouses,threads,settings,tps,tpmc,commits,commits_per_flush,n_write,n_flush,write_per_flush,redo_fsync,redo_fsync_p99_us,batch_p50,batch_p99,latency_p50_us,latency_p99_us,errors,measured_s,rows,rows_elapsed_s,io_requests_per_sync,io_kib_per_sync,io_cache_flushes_per_sync,fsync_device_us,fsync_journal_us,fsync_other_us,binlog_groups,binlog_mean,binlog_p50,binlog_p99,cp_mean_us,cp_p99_us,cp_top_stage,cp_top_share,cp_unattributed_share,key";
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
@@ -144,12 +144,20 @@ pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
     for &row in &g.rows {
         for (ci, col) in g.columns.iter().enumerate() {
             let Some(r) = g.get(row, ci) else { continue };
+            let cp = r.commit_path.as_ref();
+            // The named stage with the largest share.
+            let top = cp.and_then(|c| {
+                c.shares
+                    .iter()
+                    .filter(|s| s.stage != crate::commit_path::UNATTRIBUTED)
+                    .max_by(|a, b| a.share.total_cmp(&b.share))
+            });
             let io = |f: fn(&crate::sweep::store::CellIo) -> Option<f64>| {
                 opt(r.io.as_ref().and_then(f).map(|v| format!("{v:.2}")))
             };
             let _ = writeln!(
                 csv,
-                "{},{},{},\"{}\",{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"",
+                "{},{},{},\"{}\",{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{},{},\"{}\"",
                 meta.workload,
                 opt(r.warehouses),
                 r.threads,
@@ -181,6 +189,11 @@ pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
                 opt(r.binlog.as_ref().and_then(|b| b.mean).map(|m| format!("{m:.3}"))),
                 opt(r.binlog.as_ref().and_then(|b| b.p50)),
                 opt(r.binlog.as_ref().and_then(|b| b.p99)),
+                opt(cp.and_then(|c| c.mean_us).map(|v| format!("{v:.1}"))),
+                opt(cp.and_then(|c| c.p99_us).map(|v| format!("{v:.1}"))),
+                top.map_or("", |s| s.stage.as_str()),
+                opt(top.map(|s| format!("{:.4}", s.share))),
+                opt(cp.map(|c| format!("{:.4}", c.share(crate::commit_path::UNATTRIBUTED)))),
                 r.key
             );
             let mut v = serde_json::to_value(r).unwrap_or_default();

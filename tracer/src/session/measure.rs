@@ -185,6 +185,10 @@ impl Stage {
         if let Some(b) = totals.as_mut().and_then(|t| t.binlog.as_mut()) {
             b.check_commits(wsum.commits);
         }
+        if let Some(c) = totals.as_mut().and_then(|t| t.commit_path.as_mut()) {
+            c.client_p50_us = Some(wsum.latency.p50_us as f64);
+            c.client_p99_us = Some(wsum.latency.p99_us as f64);
+        }
         let checks = totals
             .as_ref()
             .map(|t| {

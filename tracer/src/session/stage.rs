@@ -79,6 +79,7 @@ pub async fn setup(
     ph: &Phases,
 ) -> Result<Stage> {
     check_args(server, conn)?;
+    probe_args.commit_path_in(probe_args.tier_or(crate::probes::tier::Tier::Exact))?;
     let opens = u64::from(shape.clients) + 1;
     let sizing = (!conn.any_given()).then(|| Sizing::for_machine(shape, &server.server_options));
     // Our clients' sockets, and the managed server's files: it inherits
@@ -115,6 +116,7 @@ pub async fn setup(
                         anatomy: false,
                         tier: probe_args.tier_or(crate::probes::tier::Tier::Exact),
                         io: false,
+                        commit_path: false,
                     })?)
                 } else {
                     None
@@ -258,11 +260,13 @@ impl Attach {
             server: self.declared,
             fsync_probe: self.probe_args.fsync_probe,
             // The workload times every commit from the client side; the
-            // return probe only comes with --anatomy (leaders, followers).
-            write_timing: self.probe_args.anatomy,
-            anatomy: self.probe_args.anatomy,
+            // return probe only comes with --anatomy (leaders, followers)
+            // or --commit-path (the redo's stages).
+            write_timing: self.probe_args.anatomy || self.probe_args.commit_path,
+            anatomy: self.probe_args.anatomy || self.probe_args.commit_path,
             tier: self.probe_args.tier_or(crate::probes::tier::Tier::Exact),
             io: self.probe_args.io,
+            commit_path: self.probe_args.commit_path,
         };
         let probes = ph
             .run(stop, "attach probes", async {

@@ -89,6 +89,9 @@ pub struct CellRecord {
     /// `--io` on a block device: what the disk did per redo sync.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io: Option<CellIo>,
+    /// `--commit-path`: the commits' time in the server and its stages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_path: Option<CellCommitPath>,
     /// The full summary of the run (`RunSummary` as JSON); not read back.
     #[serde(default)]
     pub run: serde_json::Value,
@@ -101,6 +104,48 @@ pub struct CellBinlog {
     pub mean: Option<f64>,
     pub p50: Option<u64>,
     pub p99: Option<u64>,
+}
+
+/// A cell's commit path: the commits' mean time in the server, and each
+/// stage's share of it in path order (the unattributed rest last).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellCommitPath {
+    pub commits: u64,
+    pub mean_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub shares: Vec<StageShare>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StageShare {
+    pub stage: String,
+    pub share: f64,
+}
+
+impl CellCommitPath {
+    fn of(c: &crate::commit_path::CommitPath) -> CellCommitPath {
+        CellCommitPath {
+            commits: c.commits,
+            mean_us: c.mean_us,
+            p99_us: c.p99_us,
+            shares: c
+                .stages
+                .iter()
+                .map(|s| StageShare {
+                    stage: s.stage.to_string(),
+                    share: s.share.unwrap_or(0.0),
+                })
+                .collect(),
+        }
+    }
+
+    /// The share of the stage named `name` (0 where it did not run).
+    pub fn share(&self, name: &str) -> f64 {
+        self.shares
+            .iter()
+            .find(|s| s.stage == name)
+            .map_or(0.0, |s| s.share)
+    }
 }
 
 /// A cell's `--io` figures, per redo sync: the requests it caused, and
@@ -176,6 +221,10 @@ impl CellRecord {
             rows: s.workload.rows_done,
             rows_elapsed_s: s.workload.rows_elapsed_s,
             io: t.and_then(|t| t.io.as_ref()).map(CellIo::of),
+            commit_path: t
+                .and_then(|t| t.commit_path.as_ref())
+                .filter(|c| c.commits > 0)
+                .map(CellCommitPath::of),
             run: serde_json::to_value(s).unwrap_or_default(),
         }
     }

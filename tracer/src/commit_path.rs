@@ -1,0 +1,233 @@
+//! The commit path over an interval (`--commit-path`): every commit's time
+//! inside the server, from the server layer's commit function to its
+//! return, split into the stages the kernel side timed on the committing
+//! thread (the redo flush as leader, the wait as follower, the binlog's
+//! stages) and the rest, `unattributed`. The stages never overlap on a
+//! thread, so with the rest they add up to the commits' time exactly.
+use tracer_ebpf::{fine_slot_low, CommitStage, FINE_SLOTS};
+
+use crate::{
+    deltas::{ratio, LogHist},
+    probes::{profiles::StageName, snapshot::CommitTotals},
+};
+
+/// The rest of the commits' time: the server's own work and any wait no
+/// probe times.
+pub const UNATTRIBUTED: &str = "unattributed";
+
+/// The CSV's share columns: one per kernel slot whatever the family
+/// calls it, and the rest.
+pub const CSV_SHARES: [(Option<CommitStage>, &str); 10] = [
+    (Some(CommitStage::RedoLeaderWrite), "cp_redo_write_share"),
+    (Some(CommitStage::RedoLeaderSync), "cp_redo_sync_share"),
+    (Some(CommitStage::RedoFollowerWait), "cp_redo_wait_share"),
+    (Some(CommitStage::BinlogQueueWait), "cp_binlog_queue_share"),
+    (Some(CommitStage::BinlogFlush), "cp_binlog_flush_share"),
+    (
+        Some(CommitStage::BinlogSyncWait),
+        "cp_binlog_sync_wait_share",
+    ),
+    (Some(CommitStage::BinlogSync), "cp_binlog_sync_share"),
+    (Some(CommitStage::BinlogCommit), "cp_binlog_commit_share"),
+    (
+        Some(CommitStage::BinlogFollowerWait),
+        "cp_binlog_follower_share",
+    ),
+    (None, "cp_unattributed_share"),
+];
+
+/// One stage over the interval.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct PathStage {
+    pub stage: &'static str,
+    /// The tick line's short form.
+    #[serde(skip)]
+    pub short: &'static str,
+    /// The kernel's slot (None: the unattributed rest).
+    #[serde(skip)]
+    pub slot: Option<CommitStage>,
+    /// Commits that spent time in it (every commit for `unattributed`).
+    pub commits: u64,
+    /// Per commit that spent time in it.
+    pub mean_us: Option<f64>,
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    /// Its part of all the commits' time.
+    pub share: Option<f64>,
+}
+
+/// The commits of an interval and where their time went.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct CommitPath {
+    pub commits: u64,
+    pub mean_us: Option<f64>,
+    /// From a histogram of 16 slots per power of two (within about 4 %).
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    /// In path order, `unattributed` last.
+    pub stages: Vec<PathStage>,
+    /// Commits the kernel could not time (their slot was taken).
+    pub lost: u64,
+    /// The clients' own latency over the same window (the main command's
+    /// workload): server time and everything outside it side by side.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_p50_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_p99_us: Option<f64>,
+}
+
+/// The q-quantile of a fine histogram's growth, in µs, interpolated in
+/// its slot.
+fn fine_quantile_us(slots: &[u64], q: f64) -> Option<f64> {
+    let total: u64 = slots.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = (q * total as f64).max(1.0);
+    let mut seen = 0.0;
+    for (i, &n) in slots.iter().enumerate() {
+        if n == 0 {
+            continue;
+        }
+        let next = seen + n as f64;
+        if next >= rank {
+            let lo = fine_slot_low(i) as f64;
+            let hi = if i + 1 < FINE_SLOTS {
+                fine_slot_low(i + 1) as f64
+            } else {
+                lo
+            };
+            let hi = hi.max(lo);
+            return Some((lo + (rank - seen) / n as f64 * (hi - lo)) / 1000.0);
+        }
+        seen = next;
+    }
+    None
+}
+
+impl CommitPath {
+    /// The commits between two reads; `stages` names the kernel's stage
+    /// slots in path order (the server family's, see
+    /// `profiles::commit_stages`).
+    pub fn between(prev: Option<&CommitTotals>, cur: &CommitTotals, stages: &[StageName]) -> Self {
+        let zero = CommitTotals::default();
+        let prev = prev.unwrap_or(&zero);
+        let commits = cur.commits.saturating_sub(prev.commits);
+        let total_ns = cur.total_ns.saturating_sub(prev.total_ns);
+        let total: Vec<u64> = crate::probes::snapshot::sizes_since(&prev.total, &cur.total);
+        let share = |ns: u64| (total_ns > 0).then(|| ns as f64 / total_ns as f64);
+        let mut attributed = 0;
+        let mut out: Vec<PathStage> = stages
+            .iter()
+            .filter_map(|&StageName { slot, name, short }| {
+                let k = slot as usize;
+                let n = cur.stage_commits[k].saturating_sub(prev.stage_commits[k]);
+                let ns = cur.stage_ns[k].saturating_sub(prev.stage_ns[k]);
+                attributed += ns;
+                let h = LogHist(cur.stage_hist[k]).since(&LogHist(prev.stage_hist[k]));
+                (n > 0).then(|| PathStage {
+                    stage: name,
+                    short,
+                    slot: Some(slot),
+                    commits: n,
+                    mean_us: ratio(ns, n).map(|v| v / 1000.0),
+                    p50_us: h.quantile_us(0.50),
+                    p99_us: h.quantile_us(0.99),
+                    share: share(ns),
+                })
+            })
+            .collect();
+        let rest = total_ns.saturating_sub(attributed);
+        if commits > 0 {
+            out.push(PathStage {
+                stage: UNATTRIBUTED,
+                short: "rest",
+                slot: None,
+                commits,
+                mean_us: ratio(rest, commits).map(|v| v / 1000.0),
+                p50_us: None,
+                p99_us: None,
+                share: share(rest),
+            });
+        }
+        CommitPath {
+            commits,
+            mean_us: ratio(total_ns, commits).map(|v| v / 1000.0),
+            p50_us: fine_quantile_us(&total, 0.50),
+            p99_us: fine_quantile_us(&total, 0.99),
+            stages: out,
+            lost: cur.lost.saturating_sub(prev.lost),
+            client_p50_us: None,
+            client_p99_us: None,
+        }
+    }
+
+    /// The share of the stage in `slot` (None: the unattributed rest);
+    /// None where no commit spent time in it.
+    pub fn share_of(&self, slot: Option<CommitStage>) -> Option<f64> {
+        self.stages.iter().find(|s| s.slot == slot)?.share
+    }
+
+    /// The named stage with the largest share (not `unattributed`), for
+    /// the tick line.
+    pub fn top(&self) -> Option<&PathStage> {
+        self.stages
+            .iter()
+            .filter(|s| s.stage != UNATTRIBUTED)
+            .max_by(|a, b| a.share.unwrap_or(0.0).total_cmp(&b.share.unwrap_or(0.0)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracer_ebpf::fine_slot;
+
+    #[test]
+    fn stages_and_the_rest_add_up_to_the_commits_time() {
+        let prev = CommitTotals::default();
+        // 4 commits of 1 ms: 2 followers waited 600 us each, 2 leaders
+        // wrote 100 us and synced 500 us each.
+        let mut cur = CommitTotals {
+            commits: 4,
+            total_ns: 4_000_000,
+            ..Default::default()
+        };
+        cur.total[fine_slot(1_000_000)] = 4;
+        let (w, s, f) = (
+            CommitStage::RedoLeaderWrite as usize,
+            CommitStage::RedoLeaderSync as usize,
+            CommitStage::RedoFollowerWait as usize,
+        );
+        cur.stage_commits[w] = 2;
+        cur.stage_ns[w] = 200_000;
+        cur.stage_commits[s] = 2;
+        cur.stage_ns[s] = 1_000_000;
+        cur.stage_commits[f] = 2;
+        cur.stage_ns[f] = 1_200_000;
+        let names = crate::probes::profiles::commit_stages(None);
+        let p = CommitPath::between(Some(&prev), &cur, names);
+        assert_eq!(p.commits, 4);
+        assert_eq!(p.mean_us, Some(1000.0));
+        let sum: f64 = p.stages.iter().map(|s| s.share.unwrap()).sum();
+        assert!((sum - 1.0).abs() < 1e-12, "{p:?}");
+        let last = p.stages.last().unwrap();
+        assert_eq!(last.stage, UNATTRIBUTED);
+        assert!((last.share.unwrap() - 0.4).abs() < 1e-12);
+        assert_eq!(p.stages[1].mean_us, Some(500.0));
+        // Within its slot: 1 ms is read back within 1/16 of an octave.
+        let p50 = p.p50_us.unwrap();
+        assert!(
+            (1000.0 * 15.0 / 16.0..1000.0 * 17.0 / 16.0).contains(&p50),
+            "{p50}"
+        );
+        assert_eq!(p.top().unwrap().stage, "redo wait (follower)");
+    }
+
+    #[test]
+    fn no_commit_no_stage() {
+        let t = CommitTotals::default();
+        let p = CommitPath::between(None, &t, crate::probes::profiles::commit_stages(None));
+        assert_eq!((p.commits, p.stages.len(), p.p50_us), (0, 0, None));
+    }
+}

@@ -1,0 +1,207 @@
+//! `--commit-path`: each commit's time inside the server, stage by stage,
+//! on real servers. The stages and the unattributed rest add up to the
+//! commits' time by construction, so these hold what can fail: the
+//! commits counted are the workload's, the named stages carry the time,
+//! the server's time is below the clients', and a known delay lands in
+//! the stage it belongs to.
+mod common;
+
+use std::sync::Mutex;
+
+use common::*;
+use serde_json::Value;
+
+/// One run at a time: the runs compare waits that another server's load
+/// on the same two cores would move.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// The main command with `--commit-path`, managed on `mysqld`, 32
+/// clients for 6 s, with `extra`: its summary, after the checks every
+/// run must pass (the issue's bar).
+fn managed(mysqld: &std::path::Path, extra: &[&str]) -> Value {
+    let wd = workdir();
+    let out = commitscope()
+        .arg("--mysqld")
+        .arg(mysqld)
+        .args([
+            "--threads",
+            "32",
+            "--duration",
+            "6",
+            "--json",
+            "--commit-path",
+        ])
+        .args(["--workdir", wd.path().to_str().unwrap()])
+        .args(extra)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{extra:?}: {err}");
+    let s = json_lines(&String::from_utf8_lossy(&out.stdout))
+        .pop()
+        .unwrap();
+    let ctx = format!("{extra:?}: {s}\n{err}");
+    assert_eq!(s["type"], "summary", "{ctx}");
+    let c = &s["trace"]["commit_path"];
+    // Every commit the clients made, each once.
+    let commits = u(&s["workload"]["commits"]);
+    let ours = u(&c["commits"]);
+    assert!(
+        ours.abs_diff(commits) as f64 <= 0.01 * commits as f64,
+        "{ours} vs {commits}: {ctx}"
+    );
+    assert_eq!(u(&c["lost"]), 0, "{ctx}");
+    let stages = c["stages"].as_array().unwrap();
+    let named = stages
+        .iter()
+        .filter(|x| x["stage"] != "unattributed")
+        .count();
+    assert!(named >= 3, "{named} named stages: {ctx}");
+    let shares: f64 = stages.iter().map(|x| f(&x["share"])).sum();
+    assert!(
+        (shares - 1.0).abs() <= 0.01,
+        "shares sum to {shares}: {ctx}"
+    );
+    let rest = stages
+        .iter()
+        .find(|x| x["stage"] == "unattributed")
+        .unwrap_or_else(|| panic!("no unattributed: {ctx}"));
+    assert!(f(&rest["share"]) <= 0.2, "{ctx}");
+    // The server's part of a commit is inside what the client waited.
+    let p50 = f(&c["p50_us"]);
+    assert!(
+        p50 <= s["workload"]["latency"]["p50_us"].as_f64().unwrap(),
+        "{ctx}"
+    );
+    assert_eq!(
+        f(&c["client_p50_us"]),
+        f(&s["workload"]["latency"]["p50_us"]),
+        "{ctx}"
+    );
+    assert_clean(wd.path());
+    s
+}
+
+/// The mean of the stage named `name`, or 0 where no commit went through it.
+fn stage_mean(s: &Value, name: &str) -> f64 {
+    s["trace"]["commit_path"]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["stage"] == name)
+        .map_or(0.0, |x| f(&x["mean_us"]))
+}
+
+fn symbolized() -> Option<std::path::PathBuf> {
+    match testkit::symbols_fixture() {
+        Some(f) => Some(f.join("bin/mariadbd")),
+        None => {
+            testkit::skip("../shared/fixtures/mariadb-10.11.18-symbols is absent");
+            None
+        }
+    }
+}
+
+/// MariaDB 10.11 with symbols, binlog off (its default): the redo flush
+/// as leader (write, fsync) and the followers' wait.
+#[test]
+fn symbolized_mariadb_commits_split_at_the_redo_flush() {
+    if needs_root() {
+        return;
+    }
+    let Some(bin) = symbolized() else { return };
+    let _one = one_at_a_time();
+    let s = managed(&bin, &[]);
+    for want in [
+        "redo write (leader)",
+        "redo fsync (leader)",
+        "redo wait (follower)",
+    ] {
+        assert!(stage_mean(&s, want) > 0.0, "{want}: {s}");
+    }
+}
+
+/// MariaDB with its binlog on: a group-commit wait of 3 ms
+/// (`binlog_commit_wait_usec`, up to 20 commits) lands in the leader's
+/// group stage and in its followers' wait, not elsewhere.
+#[test]
+fn mariadb_binlog_commit_wait_lands_in_the_binlog_group_stage() {
+    if needs_root() {
+        return;
+    }
+    let Some(bin) = symbolized() else { return };
+    let _one = one_at_a_time();
+    let binlog = [
+        "--server-option",
+        "log_bin=ON",
+        "--server-option",
+        "sync_binlog=1",
+    ];
+    let plain = managed(&bin, &binlog);
+    let mut delayed = binlog.to_vec();
+    delayed.extend([
+        "--server-option",
+        "binlog_commit_wait_count=20",
+        "--server-option",
+        "binlog_commit_wait_usec=3000",
+    ]);
+    let delayed = managed(&bin, &delayed);
+    let group = "binlog group: wait, write caches (leader)";
+    let (before, after) = (stage_mean(&plain, group), stage_mean(&delayed, group));
+    assert!(
+        after >= 1000.0 && after >= 3.0 * before,
+        "{group}: {before} us, then {after} us with the wait"
+    );
+    let follower = "binlog group wait (follower)";
+    assert!(
+        stage_mean(&delayed, follower) > stage_mean(&plain, follower),
+        "{delayed}"
+    );
+    // The redo's stages do not take it.
+    let redo = "redo fsync (leader)";
+    assert!(stage_mean(&delayed, redo) < 1000.0, "{delayed}");
+}
+
+/// Debian's stock MariaDB (InnoDB hidden): commits at the server layer,
+/// the committing thread's own fsyncs as a stage; traced by pid.
+#[test]
+fn stock_mariadb_is_traced_by_pid_at_the_server_layer() {
+    if needs_root() {
+        return;
+    }
+    let Some(server) = system_server(&[]) else {
+        return;
+    };
+    let _one = one_at_a_time();
+    server
+        .query(
+            "CREATE DATABASE cs_test; CREATE TABLE cs_test.tb (id INT PRIMARY KEY, c INT) ENGINE=InnoDB; \
+             INSERT INTO cs_test.tb SELECT seq, 0 FROM cs_test.seq_1_to_100",
+        )
+        .expect("prepare schema");
+    let tracer = Tracer::start(server.pid(), &["--commit-path"]);
+    let commits = server.drive_updates("cs_test", 8, 200);
+    let lines = tracer.finish(true);
+    let s = summary(&lines);
+    let c = &s["totals"]["commit_path"];
+    assert_eq!(u(&c["commits"]), commits, "{s}");
+    let stages = c["stages"].as_array().unwrap();
+    assert!(
+        stages.iter().any(|x| x["stage"] == "redo fsync (leader)"),
+        "{s}"
+    );
+    let shares: f64 = stages.iter().map(|x| f(&x["share"])).sum();
+    assert!((shares - 1.0).abs() <= 0.01, "{s}");
+}
