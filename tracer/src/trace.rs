@@ -346,6 +346,11 @@ pub fn run(args: TraceArgs) -> Result<()> {
             phase: "attach probes",
         });
     }
+    if let Some(line) =
+        crate::probes::cost::commit_path_line(target.commit_path, probes.commit_path)
+    {
+        eprintln!("commitscope: {line}");
+    }
     if args.probes.verbose {
         crate::legend::verbose_report(&probes);
     }

@@ -54,6 +54,8 @@ fn managed(mysqld: &std::path::Path, extra: &[&str]) -> Value {
         .unwrap();
     let ctx = format!("{extra:?}: {s}\n{err}");
     assert_eq!(s["type"], "summary", "{ctx}");
+    // Its cost is said as it starts.
+    assert!(err.contains("--commit-path traps on every commit"), "{ctx}");
     let c = &s["trace"]["commit_path"];
     // Every commit the clients made, each once.
     let commits = u(&s["workload"]["commits"]);
@@ -204,4 +206,58 @@ fn stock_mariadb_is_traced_by_pid_at_the_server_layer() {
     );
     let shares: f64 = stages.iter().map(|x| f(&x["share"])).sum();
     assert!((shares - 1.0).abs() <= 0.01, "{s}");
+}
+
+/// A sweep with `--commit-path` on the symbolized MariaDB: each cell's
+/// stage shares in `summary.json` and `summary.csv`, and
+/// `commit_path.svg`, a stacked bar per cell.
+#[test]
+fn a_sweep_charts_where_the_time_goes_per_cell() {
+    if needs_root() {
+        return;
+    }
+    let Some(bin) = symbolized() else { return };
+    let _one = one_at_a_time();
+    let wd = workdir();
+    let out = tempfile::tempdir().unwrap();
+    run_ok(
+        commitscope()
+            .arg("sweep")
+            .arg("--mysqld")
+            .arg(&bin)
+            .args(["--threads", "1,8", "--duration", "2", "--commit-path"])
+            .arg("--workdir")
+            .arg(wd.path())
+            .arg("--out")
+            .arg(out.path()),
+    );
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap())
+            .unwrap();
+    let cells = json["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "{json}");
+    for c in cells {
+        let cp = &c["commit_path"];
+        assert!(u(&cp["commits"]) > 0, "{c}");
+        let shares: f64 = cp["shares"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| f(&s["share"]))
+            .sum();
+        assert!((shares - 1.0).abs() <= 0.01, "{c}");
+    }
+    let csv = std::fs::read_to_string(out.path().join("summary.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    assert!(header.contains(&"cp_top_stage"), "{csv}");
+    let svg = std::fs::read_to_string(out.path().join("commit_path.svg")).unwrap();
+    for text in [
+        "share of the commits",
+        "redo fsync (leader)",
+        "unattributed",
+        "8 thr",
+    ] {
+        assert!(svg.contains(text), "no {text:?} in the chart");
+    }
+    assert_clean(wd.path());
 }

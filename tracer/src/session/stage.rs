@@ -287,6 +287,12 @@ impl Attach {
         {
             eprintln!("commitscope: {line}");
         }
+        if let Some(line) =
+            crate::probes::cost::commit_path_line(target.commit_path, probes.commit_path)
+                .filter(|_| first)
+        {
+            eprintln!("commitscope: {line}");
+        }
         let legend = crate::legend::legend(&probes, &target);
         Ok((probes, legend))
     }
