@@ -13,23 +13,20 @@ fn u(v: &Value) -> u64 {
 
 /// The main command on `mysqld` with the binlog on and synced per group.
 fn binlog_run(mysqld: &std::path::Path) -> Value {
-    let wd = workdir();
-    let out = commitscope()
-        .arg("--mysqld")
-        .arg(mysqld)
-        .args(["--threads", "16", "--duration", "4", "--json"])
-        .args(["--server-option", "log_bin=ON"])
-        .args(["--server-option", "sync_binlog=1"])
-        .args(["--workdir", wd.path().to_str().unwrap()])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let s = json_lines(&String::from_utf8_lossy(&out.stdout))
-        .pop()
-        .unwrap();
+    let (s, err, wd) = managed_summary(
+        mysqld,
+        &[
+            "--threads",
+            "16",
+            "--duration",
+            "4",
+            "--server-option",
+            "log_bin=ON",
+            "--server-option",
+            "sync_binlog=1",
+        ],
+    );
     let ctx = format!("{s}\n{err}");
-    assert_eq!(s["type"], "summary", "{ctx}");
     // Our groups and their commits are the server's, exactly; every
     // other counter within 0.5 %.
     let checks = s["checks"].as_array().unwrap();

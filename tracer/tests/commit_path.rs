@@ -31,29 +31,10 @@ fn u(v: &Value) -> u64 {
 /// clients for 6 s, with `extra`: its summary, after the checks every
 /// run must pass (the bar).
 fn managed(mysqld: &std::path::Path, extra: &[&str]) -> Value {
-    let wd = workdir();
-    let out = commitscope()
-        .arg("--mysqld")
-        .arg(mysqld)
-        .args([
-            "--threads",
-            "32",
-            "--duration",
-            "6",
-            "--json",
-            "--commit-path",
-        ])
-        .args(["--workdir", wd.path().to_str().unwrap()])
-        .args(extra)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{extra:?}: {err}");
-    let s = json_lines(&String::from_utf8_lossy(&out.stdout))
-        .pop()
-        .unwrap();
+    let mut args = vec!["--threads", "32", "--duration", "6", "--commit-path"];
+    args.extend_from_slice(extra);
+    let (s, err, wd) = managed_summary(mysqld, &args);
     let ctx = format!("{extra:?}: {s}\n{err}");
-    assert_eq!(s["type"], "summary", "{ctx}");
     // Its cost is said as it starts.
     assert!(err.contains("--commit-path traps on every commit"), "{ctx}");
     let c = &s["trace"]["commit_path"];

@@ -351,6 +351,28 @@ pub fn symbols_server() -> Option<testkit::Server> {
     Some(s)
 }
 
+/// The main command managing `mysqld` with `args` and `--json` in a temp
+/// workdir: its summary (the last JSON line), its stderr, and the workdir
+/// (to check nothing stays behind). A non-zero exit, or a last line that
+/// is not the summary, fails the test.
+pub fn managed_summary(mysqld: &Path, args: &[&str]) -> (Value, String, tempfile::TempDir) {
+    let wd = workdir();
+    let out = commitscope()
+        .arg("--mysqld")
+        .arg(mysqld)
+        .args(args)
+        .args(["--json", "--workdir", wd.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{args:?}: {err}");
+    let s = json_lines(&String::from_utf8_lossy(&out.stdout))
+        .pop()
+        .unwrap_or_else(|| panic!("{args:?}: no JSON line: {err}"));
+    assert_eq!(s["type"], "summary", "{args:?}: {s}\n{err}");
+    (s, err, wd)
+}
+
 pub fn workdir() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("cs-main-")

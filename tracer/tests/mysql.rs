@@ -62,21 +62,10 @@ fn within(a: u64, b: u64, pct: f64) -> bool {
 /// The main command, managed, 32 clients for 6 s with `extra`: its
 /// summary, after the checks every MySQL run must pass.
 fn managed(extra: &[&str]) -> Value {
-    let wd = workdir();
-    let out = commitscope()
-        .arg("--mysqld")
-        .arg(mysqld())
-        .args(["--threads", "32", "--duration", "6", "--json"])
-        .args(["--workdir", wd.path().to_str().unwrap()])
-        .args(extra)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{extra:?}: {err}");
-    let lines = json_lines(&String::from_utf8_lossy(&out.stdout));
-    let s = lines.last().unwrap().clone();
+    let mut args = vec!["--threads", "32", "--duration", "6"];
+    args.extend_from_slice(extra);
+    let (s, err, _wd) = managed_summary(&mysqld(), &args);
     let ctx = format!("{extra:?}: {s}\n{err}");
-    assert_eq!(s["type"], "summary", "{ctx}");
     assert!(
         s["header"]["legend"]["server"]
             .as_str()

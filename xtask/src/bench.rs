@@ -719,41 +719,36 @@ fn overhead(
             );
         }
     }
-    // `--io` against the exact set it adds to, round by round.
-    if let (Some(o), Some(p)) = (at(Arm::TraceIo), at(Arm::Trace)) {
+    // An arm that adds to the exact set, against it round by round.
+    let over_trace = |arm: Arm| {
+        let (o, p) = (at(arm)?, at(Arm::Trace)?);
         let rel: Vec<f64> = ratios[o]
             .iter()
             .zip(&ratios[p])
             .map(|(a, b)| a / b)
             .collect();
-        if let Some(c) = crate::util::mean_ci95(&rel) {
-            let call = if c.lo >= 0.98 {
-                "bar met (>= 0.98)"
-            } else if c.hi < 0.98 {
-                "bar missed (< 0.98)"
-            } else {
-                "not resolved at this noise: rerun with more --pairs"
-            };
-            println!(
-                "trace --io over trace, ratio per round: mean {:.4}, 95 % CI [{:.4}, {:.4}]: {call}",
-                c.mean, c.lo, c.hi
-            );
-        }
+        crate::util::mean_ci95(&rel)
+    };
+    if let Some(c) = over_trace(Arm::TraceIo) {
+        let call = if c.lo >= 0.98 {
+            "bar met (>= 0.98)"
+        } else if c.hi < 0.98 {
+            "bar missed (< 0.98)"
+        } else {
+            "not resolved at this noise: rerun with more --pairs"
+        };
+        println!(
+            "trace --io over trace, ratio per round: mean {:.4}, 95 % CI [{:.4}, {:.4}]: {call}",
+            c.mean, c.lo, c.hi
+        );
     }
-    // `--commit-path` against the exact set it adds to: what it costs
-    // beyond it (said, not barred: it is opt-in).
-    if let (Some(o), Some(p)) = (at(Arm::TraceCommitPath), at(Arm::Trace)) {
-        let rel: Vec<f64> = ratios[o]
-            .iter()
-            .zip(&ratios[p])
-            .map(|(a, b)| a / b)
-            .collect();
-        if let Some(c) = crate::util::mean_ci95(&rel) {
-            println!(
-                "trace --commit-path over trace, ratio per round: mean {:.4}, 95 % CI [{:.4}, {:.4}]",
-                c.mean, c.lo, c.hi
-            );
-        }
+    // What `--commit-path` costs beyond the exact set (said, not barred:
+    // it is opt-in).
+    if let Some(c) = over_trace(Arm::TraceCommitPath) {
+        println!(
+            "trace --commit-path over trace, ratio per round: mean {:.4}, 95 % CI [{:.4}, {:.4}]",
+            c.mean, c.lo, c.hi
+        );
     }
     Ok(())
 }

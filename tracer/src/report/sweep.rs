@@ -145,13 +145,7 @@ pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
         for (ci, col) in g.columns.iter().enumerate() {
             let Some(r) = g.get(row, ci) else { continue };
             let cp = r.commit_path.as_ref();
-            // The named stage with the largest share.
-            let top = cp.and_then(|c| {
-                c.shares
-                    .iter()
-                    .filter(|s| s.stage != crate::commit_path::UNATTRIBUTED)
-                    .max_by(|a, b| a.share.total_cmp(&b.share))
-            });
+            let top = cp.and_then(|c| c.top());
             let io = |f: fn(&crate::sweep::store::CellIo) -> Option<f64>| {
                 opt(r.io.as_ref().and_then(f).map(|v| format!("{v:.2}")))
             };

@@ -139,6 +139,14 @@ impl CellCommitPath {
         }
     }
 
+    /// The named stage with the largest share (not the unattributed rest).
+    pub fn top(&self) -> Option<&StageShare> {
+        self.shares
+            .iter()
+            .filter(|s| s.stage != crate::commit_path::UNATTRIBUTED)
+            .max_by(|a, b| a.share.total_cmp(&b.share))
+    }
+
     /// The share of the stage named `name` (0 where it did not run).
     pub fn share(&self, name: &str) -> f64 {
         self.shares
