@@ -162,10 +162,56 @@ impl CommitPath {
         }
     }
 
-    /// The share of the stage in `slot` (None: the unattributed rest);
-    /// None where no commit spent time in it.
+    /// The share of the stage in `slot` (None: the unattributed rest),
+    /// its parts summed where `--io` split it; None where no commit spent
+    /// time in it.
     pub fn share_of(&self, slot: Option<CommitStage>) -> Option<f64> {
-        self.stages.iter().find(|s| s.slot == slot)?.share
+        let parts: Vec<f64> = self
+            .stages
+            .iter()
+            .filter(|s| s.slot == slot)
+            .filter_map(|s| s.share)
+            .collect();
+        (!parts.is_empty()).then(|| parts.iter().sum())
+    }
+
+    /// `--io`: the leaders' fsync split into what the device did for it
+    /// (its own requests, cache flushes), the journal's part and the rest,
+    /// in the interval's proportions of redo sync time (the block layer
+    /// attributes requests to syncs, not to commits: each leader's fsync
+    /// is given the interval's split).
+    pub fn split_sync(&mut self, device: Option<f64>, journal: Option<f64>, other: Option<f64>) {
+        let (Some(d), Some(j), Some(o)) = (device, journal, other) else {
+            return;
+        };
+        let Some(at) = self
+            .stages
+            .iter()
+            .position(|s| s.slot == Some(CommitStage::RedoLeaderSync))
+        else {
+            return;
+        };
+        let whole = self.stages.remove(at);
+        let parts = [
+            (d, "redo fsync (leader): device", "sync_dev"),
+            (j, "redo fsync (leader): journal", "sync_jnl"),
+            (o, "redo fsync (leader): other", "sync_oth"),
+        ];
+        for (k, (part, stage, short)) in parts.into_iter().enumerate() {
+            self.stages.insert(
+                at + k,
+                PathStage {
+                    stage,
+                    short,
+                    slot: whole.slot,
+                    commits: whole.commits,
+                    mean_us: whole.mean_us.map(|m| m * part),
+                    p50_us: None,
+                    p99_us: None,
+                    share: whole.share.map(|s| s * part),
+                },
+            );
+        }
     }
 
     /// The named stage with the largest share (not `unattributed`), for
@@ -222,6 +268,37 @@ mod tests {
             "{p50}"
         );
         assert_eq!(p.top().unwrap().stage, "redo wait (follower)");
+    }
+
+    /// `--io`'s split keeps the stage's share, in three parts.
+    #[test]
+    fn io_splits_the_leaders_fsync_in_the_intervals_proportions() {
+        let mut cur = CommitTotals {
+            commits: 2,
+            total_ns: 2_000_000,
+            ..Default::default()
+        };
+        let s = CommitStage::RedoLeaderSync as usize;
+        cur.stage_commits[s] = 2;
+        cur.stage_ns[s] = 1_000_000;
+        let names = crate::probes::profiles::commit_stages(None);
+        let mut p = CommitPath::between(None, &cur, names);
+        p.split_sync(Some(0.5), Some(0.3), Some(0.2));
+        let names: Vec<&str> = p.stages.iter().map(|s| s.stage).collect();
+        assert_eq!(
+            names,
+            [
+                "redo fsync (leader): device",
+                "redo fsync (leader): journal",
+                "redo fsync (leader): other",
+                UNATTRIBUTED
+            ]
+        );
+        assert!((p.stages[0].share.unwrap() - 0.25).abs() < 1e-12);
+        assert!((p.stages[1].mean_us.unwrap() - 150.0).abs() < 1e-9);
+        assert!((p.share_of(Some(CommitStage::RedoLeaderSync)).unwrap() - 0.5).abs() < 1e-12);
+        let sum: f64 = p.stages.iter().map(|s| s.share.unwrap()).sum();
+        assert!((sum - 1.0).abs() < 1e-12);
     }
 
     #[test]

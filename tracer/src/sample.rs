@@ -408,6 +408,15 @@ impl Interval {
         let ds = |s| cur.source(s).saturating_sub(prev.source(s));
         let redo = by_class(prev, cur, fds, FileClass::Redo);
         let io = cols.io.then(|| IoFigures::between(prev, cur, &redo));
+        let commit_path = cols.commit_stages.and_then(|names| {
+            let now = cur.commit_path.as_ref()?;
+            let mut c =
+                crate::commit_path::CommitPath::between(prev.commit_path.as_ref(), now, names);
+            if let Some(io) = &io {
+                c.split_sync(io.device_share, io.journal_share, io.other_share);
+            }
+            Some(c)
+        });
         let n_write = if cols.per_commit {
             ds(cols.requests)
         } else {
@@ -474,14 +483,7 @@ impl Interval {
                     cols.binlog_forms_group,
                 )
             }),
-            commit_path: cols.commit_stages.and_then(|names| {
-                let cur = cur.commit_path.as_ref()?;
-                Some(crate::commit_path::CommitPath::between(
-                    prev.commit_path.as_ref(),
-                    cur,
-                    names,
-                ))
-            }),
+            commit_path,
         }
     }
 }

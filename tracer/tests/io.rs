@@ -57,6 +57,11 @@ impl Drop for LoopMount {
 /// The main command with `--io` at 8 clients on a managed server whose
 /// temp dir is `workdir`: the start legend and the summary's trace.
 fn run_io(workdir: &str, options: &[&str]) -> (Value, Value) {
+    run_io_with(workdir, &[], options)
+}
+
+/// [`run_io`] with `extra` arguments.
+fn run_io_with(workdir: &str, extra: &[&str], options: &[&str]) -> (Value, Value) {
     let mut args = vec![
         "--threads",
         "8",
@@ -69,6 +74,7 @@ fn run_io(workdir: &str, options: &[&str]) -> (Value, Value) {
         "--workdir",
         workdir,
     ];
+    args.extend_from_slice(extra);
     for o in options {
         args.extend(["--server-option", o]);
     }
@@ -207,4 +213,45 @@ fn on_tmpfs_there_is_no_device_said_in_one_line_and_the_rest_goes_on() {
     // The rest as without --io (MariaDB maps its log on tmpfs: no syncs).
     assert!(u(&t, "n_write") > 100, "{t}");
     assert!(Path::new(dir.path()).read_dir().unwrap().next().is_none());
+}
+
+/// `--commit-path --io` on the symbolized server (its exact probes time
+/// the leaders' fsync): that stage comes in three parts, device, journal
+/// and other, in the interval's proportions, and the shares still add up.
+#[test]
+fn with_the_commit_path_the_leaders_fsync_is_split_under_the_sync() {
+    if needs_root() {
+        return;
+    }
+    let Some(fix) = testkit::symbols_fixture() else {
+        testkit::skip("../shared/fixtures/mariadb-10.11.18-symbols is absent");
+        return;
+    };
+    let Some(m) = LoopMount::new(&["mkfs.ext4", "-q", "-F"], 1024, "rw") else {
+        return;
+    };
+    let bin = fix.join("bin/mariadbd");
+    let (_, t) = run_io_with(
+        m.path(),
+        &["--mysqld", bin.to_str().unwrap(), "--commit-path"],
+        &[],
+    );
+    let stages = t["commit_path"]["stages"].as_array().unwrap();
+    let name = |s: &Value| s["stage"].as_str().unwrap().to_string();
+    let parts: Vec<String> = stages
+        .iter()
+        .map(name)
+        .filter(|n| n.starts_with("redo fsync (leader): "))
+        .collect();
+    assert_eq!(
+        parts,
+        [
+            "redo fsync (leader): device",
+            "redo fsync (leader): journal",
+            "redo fsync (leader): other"
+        ],
+        "{t}"
+    );
+    let shares: f64 = stages.iter().map(|s| f(s, "share")).sum();
+    assert!((shares - 1.0).abs() <= 0.01, "{t}");
 }
