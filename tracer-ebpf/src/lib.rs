@@ -482,6 +482,10 @@ pub struct CommitSpan {
     pub wrote: u64,
     /// The binlog group: when this commit entered it (0: not in it).
     pub binlog_entered: u64,
+    /// The span probes' attachment this span was opened under (`CP_GEN`):
+    /// a span left open when a light tier's window detached its return is
+    /// stale in the next window, not a commit of it.
+    pub generation: u64,
     /// Time per [`CommitStage`], ns.
     pub stage_ns: [u64; CP_STAGES],
 }
@@ -601,6 +605,10 @@ pub mod maps {
     pub const BINLOG_LEADERS: &str = "BINLOG_LEADERS";
     pub const CP_SPANS: &str = "CP_SPANS";
     pub const CP_STATS: &str = "CP_STATS";
+    /// The span probes' current attachment, written by user space: 0
+    /// while they are off (a light tier between its windows), then 1, 2,
+    /// ... per attachment.
+    pub const CP_GEN: &str = "CP_GEN";
 }
 
 /// Names of the programs in the object file.
@@ -651,6 +659,10 @@ pub mod programs {
     pub const BINLOG_REDO_ENTRY: &str = "binlog_redo_entry";
     pub const BINLOG_REDO_RETURN: &str = "binlog_redo_return";
     pub const BINLOG_ENTER_RETURN: &str = "binlog_enter_return";
+    /// The commit's entry into the binlog's group commit for its span
+    /// alone (a light tier's exact window: the binlog's own queue wait
+    /// stays with the exact tier).
+    pub const BINLOG_ENTER_SPAN: &str = "binlog_enter_span";
     pub const COMMIT_ENTRY: &str = "commit_entry";
     pub const COMMIT_RETURN: &str = "commit_return";
 
@@ -663,6 +675,7 @@ pub mod programs {
     pub const CALL_OPENERS: &[&str] = &[
         COMMIT_ENTRY,
         BINLOG_ENTER,
+        BINLOG_ENTER_SPAN,
         BINLOG_FLUSH_OPEN,
         BINLOG_REDO_ENTRY,
         BINLOG_SYNC_ENTRY,

@@ -141,6 +141,9 @@ static CP_SPANS: Array<CommitSpan> = Array::with_max_entries(MAX_THREADS, 0);
 /// The commits' totals and their stages'.
 #[map]
 static CP_STATS: PerCpuArray<CommitStats> = PerCpuArray::with_max_entries(1, 0);
+/// The span probes' current attachment (0: off), written by user space.
+#[map]
+static CP_GEN: Array<u64> = Array::with_max_entries(1, 0);
 /// A zeroed value to insert from, so no 300-byte struct lives on the stack.
 #[map]
 static ZERO_FD: PerCpuArray<FdStats> = PerCpuArray::with_max_entries(1, 0);
@@ -344,14 +347,25 @@ fn write_slot(id: u64) -> Option<*mut WriteStart> {
 // wrote are recorded (a redo write request or the binlog's group commit
 // ran inside them): statement ends and read-only commits are not commits.
 
-/// This thread's open commit, if it has one.
+/// The span probes' current attachment; 0 while they are off.
+#[inline(always)]
+fn cp_generation() -> u64 {
+    CP_GEN.get(0).copied().unwrap_or(0)
+}
+
+/// This thread's open commit, if it has one (opened under the current
+/// attachment of the span probes).
 #[inline(always)]
 fn cp_span(id: u64) -> Option<*mut CommitSpan> {
     if cfg_u32(&COMMIT_PATH) == 0 {
         return None;
     }
+    let generation = cp_generation();
     let s = CP_SPANS.get_ptr_mut((id as u32) & (MAX_THREADS - 1))?;
-    (unsafe { (*s).owner } == id && unsafe { (*s).depth } > 0).then_some(s)
+    let live = unsafe {
+        (*s).owner == id && (*s).depth > 0 && generation != 0 && (*s).generation == generation
+    };
+    live.then_some(s)
 }
 
 /// `ns` more in `stage` of this thread's open commit.
@@ -375,15 +389,22 @@ fn cp_wrote(id: u64) {
 #[uprobe]
 pub fn commit_entry(_ctx: ProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
+    let generation = cp_generation();
+    if generation == 0 {
+        return 0;
+    }
     let Some(s) = CP_SPANS.get_ptr_mut((id as u32) & (MAX_THREADS - 1)) else {
         return 0;
     };
     unsafe {
-        if (*s).owner == id && (*s).depth > 0 {
+        // A span of an earlier attachment is stale: its return was never
+        // seen. It is replaced, not nested into and not counted lost.
+        let current = (*s).generation == generation;
+        if current && (*s).owner == id && (*s).depth > 0 {
             (*s).depth += 1;
             return 0;
         }
-        if (*s).owner != 0 && (*s).depth > 0 {
+        if current && (*s).owner != 0 && (*s).depth > 0 {
             // Another thread's open commit in this slot (same tid modulo
             // the size): that one is lost, counted.
             if let Some(st) = CP_STATS.get_ptr_mut(0) {
@@ -395,6 +416,7 @@ pub fn commit_entry(_ctx: ProbeContext) -> u32 {
         (*s).depth = 1;
         (*s).wrote = 0;
         (*s).binlog_entered = 0;
+        (*s).generation = generation;
         (*s).stage_ns = [0; CP_STAGES];
     }
     0
@@ -407,8 +429,9 @@ pub fn commit_return(_ctx: RetProbeContext) -> u32 {
     let Some(s) = CP_SPANS.get_ptr_mut((id as u32) & (MAX_THREADS - 1)) else {
         return 0;
     };
+    let generation = cp_generation();
     unsafe {
-        if (*s).owner != id || (*s).depth == 0 {
+        if (*s).owner != id || (*s).depth == 0 || (*s).generation != generation {
             return 0;
         }
         (*s).depth -= 1;
@@ -651,12 +674,28 @@ pub fn binlog_enter(_ctx: ProbeContext) -> u32 {
     if let Some(t) = binlog_thread(id) {
         unsafe { (*t).entered = now };
     }
+    cp_binlog_entered(id, now);
+    0
+}
+
+/// The commit's span entered the binlog's group commit at `now`.
+#[inline(always)]
+fn cp_binlog_entered(id: u64, now: u64) {
     if let Some(s) = cp_span(id) {
         unsafe {
             (*s).wrote = 1;
             (*s).binlog_entered = now;
         }
     }
+}
+
+/// The same entry for the commit's span alone: a light tier's exact
+/// window. The binlog's own queue wait is the exact tier's: an entry
+/// seen in a window and a flush after it would be a wait that never was.
+#[uprobe]
+pub fn binlog_enter_span(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    cp_binlog_entered(id, unsafe { bpf_ktime_get_ns() });
     0
 }
 

@@ -294,7 +294,7 @@ pub struct ProbeArgs {
     /// Each commit's time inside the server, stage by stage (the redo
     /// flush as leader, waiting as follower, the binlog's stages), with
     /// the unattributed rest: return probes on the commit path, exact
-    /// tier only.
+    /// tier only (the exporter: inside its exact windows).
     #[arg(long)]
     pub commit_path: bool,
 }

@@ -82,6 +82,10 @@ pub fn run(args: &ProbesArgs) -> Result<()> {
     if let Some(f) = &plan.flush {
         points.push(point("flush", f));
     }
+    // Where `--commit-path` opens and closes each commit's span.
+    if let Some(c) = &plan.commit {
+        points.push(point("commit", c));
+    }
     let used = plan.debuginfod.as_ref().and_then(|l| l.used.clone());
     let write_from = match (&plan.write.resolved().source, used) {
         (crate::probes::symbols::SymbolSource::Debuginfod, Some(u)) => u,

@@ -184,10 +184,11 @@ fn outputs_refuse_symlinks() {
     assert!(!d.path().join("cells.jsonl").exists());
 }
 
-/// `--commit-path` times every commit: refused with the light tier and
-/// (for now) by the exporter, in one line, before anything starts.
+/// `--commit-path` times every commit: refused with the light tier, and
+/// by the exporter with the exact tier (it times commits inside its
+/// light tier's exact windows), in one line, before anything starts.
 #[test]
-fn commit_path_needs_the_exact_tier_and_is_not_the_exporters() {
+fn commit_path_needs_the_exact_tier_and_the_exporters_windows() {
     let wd = workdir();
     let err = fails(
         commitscope()
@@ -196,6 +197,9 @@ fn commit_path_needs_the_exact_tier_and_is_not_the_exporters() {
     );
     assert!(err.contains("--probes exact"), "{err}");
     assert_clean(wd.path());
-    let err = fails(commitscope().args(["exporter", "--commit-path"]));
-    assert!(err.contains("trace --commit-path"), "{err}");
+    let err = fails(commitscope().args(["exporter", "--commit-path", "--probes", "exact"]));
+    assert!(
+        err.contains("inside its exact windows") && err.contains("drop --probes exact"),
+        "{err}"
+    );
 }

@@ -5,11 +5,20 @@
 //! the server's time is below the clients', and a known delay lands in
 //! the stage it belongs to.
 mod common;
+mod exporter_kit;
 
-use std::sync::Mutex;
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Mutex,
+    },
+    time::{Duration, Instant},
+};
 
 use common::*;
+use exporter_kit::*;
 use serde_json::Value;
+use testkit::bpf_links::perf_probes;
 
 /// One run at a time: the runs compare waits that another server's load
 /// on the same two cores would move.
@@ -241,4 +250,149 @@ fn a_sweep_charts_where_the_time_goes_per_cell() {
         assert!(svg.contains(text), "no {text:?} in the chart");
     }
     assert_clean(wd.path());
+}
+
+/// Waits until `f` holds (polling every 50 ms); panics with `what` after `limit`.
+fn until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !f() {
+        assert!(Instant::now() < deadline, "{what} within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_exporter_times_the_commit_path_inside_its_exact_windows_only() {
+    if needs_root() {
+        return;
+    }
+    let _one = one_at_a_time();
+    let Some(server) = symbols_server() else {
+        return;
+    };
+    let bin = testkit::symbols_fixture().unwrap().join("bin/mariadbd");
+    let commit_at = ProbePoint::of(&bin, "commit");
+    let pid = server.pid().to_string();
+    let mut e = Exporter::start(&[
+        "--pid",
+        &pid,
+        "--commit-path",
+        "--window",
+        "4",
+        "--window-every",
+        "0",
+        "--defaults-file",
+        "/dev/null",
+    ]);
+    e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
+    assert!(
+        e.lines
+            .iter()
+            .any(|x| x.contains("each exact window also traps")),
+        "its cost unsaid: {:#?}",
+        e.lines
+    );
+    let me = e.child.id();
+    let light_set = perf_probes(me).len();
+    let spans_on = || {
+        perf_probes(me)
+            .iter()
+            .filter(|p| commit_at.holds(p))
+            .count()
+    };
+    assert_eq!(spans_on(), 0, "span probes outside a window");
+    let l = label(&server);
+    let started = |t: &str| sample(t, "commitscope_window_start_time_seconds", &[&l]);
+    let open = |e: &Exporter| {
+        let (a, _) = http_request(e.port, "POST", "/window", "*/*", None);
+        assert!(a.contains("202"), "{a}");
+        // Both span probes, the return and the entry, are the window's last.
+        until(Duration::from_secs(10), "the window's spans", || {
+            spans_on() == 2
+        });
+    };
+    let closed = |e: &Exporter, before: Option<f64>| -> String {
+        let mut t = String::new();
+        until(Duration::from_secs(15), "the window's figures", || {
+            t = e.metrics();
+            started(&t).is_some() && started(&t) != before
+        });
+        until(Duration::from_secs(5), "the light set alone", || {
+            perf_probes(me).len() == light_set
+        });
+        t
+    };
+
+    // Window 1 closes on commits in flight: clients commit all through
+    // it and past its end, so spans are open when their return probe
+    // goes.
+    let stop = AtomicBool::new(false);
+    let first = std::thread::scope(|sc| {
+        let driver = sc.spawn(|| {
+            let mut sent = 0;
+            while !stop.load(Ordering::Relaxed) {
+                sent += server.drive_updates("cs_test", 8, 40);
+            }
+            sent
+        });
+        open(&e);
+        let t = closed(&e, None);
+        // Past the close, then stop.
+        std::thread::sleep(Duration::from_millis(500));
+        stop.store(true, Ordering::Relaxed);
+        assert!(driver.join().expect("the driver") > 0);
+        t
+    });
+    let ctx = format!("window 1:\n{first}");
+    let timed = sample(&first, "commitscope_window_commits_timed", &[&l]).expect("commits timed");
+    assert!(timed >= 100.0, "{timed} commits timed: {ctx}");
+    let shares: Vec<(String, f64)> = first
+        .lines()
+        .filter(|x| x.starts_with("commitscope_window_commit_stage_share{") && x.contains(&l))
+        .map(|x| {
+            let stage = x.split("stage=\"").nth(1).and_then(|r| r.split('"').next());
+            let v = x.rsplit(' ').next().and_then(|v| v.parse().ok());
+            (stage.unwrap_or_default().to_string(), v.unwrap_or(f64::NAN))
+        })
+        .collect();
+    let sum: f64 = shares.iter().map(|(_, v)| v).sum();
+    assert!((sum - 1.0).abs() <= 0.01, "shares sum to {sum}: {ctx}");
+    let named = shares.iter().filter(|(s, _)| s != "unattributed").count();
+    assert!(named >= 2, "{shares:?}: {ctx}");
+    assert!(
+        sample(
+            &first,
+            "commitscope_window_commit_time_seconds",
+            &[&l, "stat=\"p99\""]
+        )
+        .is_some_and(|v| v > 0.0),
+        "{ctx}"
+    );
+    // Prometheus takes the new families as they are named.
+    if has_tool("promtool") {
+        promtool_check(&first);
+    }
+    // Between windows the light set alone: no span probe, and the last
+    // window's figures stay as they were.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(spans_on(), 0, "span probes after the window");
+
+    // Window 2: a known number of commits, all inside it. A span left
+    // open by window 1's close must not swallow a thread's commits here
+    // (the server reuses its threads for new connections).
+    let before = started(&first);
+    open(&e);
+    let sent = server.drive_updates("cs_test", 8, 50);
+    let second = closed(&e, before);
+    let ctx = format!("window 2, {sent} commits sent:\n{second}");
+    let timed =
+        sample(&second, "commitscope_window_commits_timed", &[&l]).expect("commits timed") as u64;
+    assert!((sent..=sent + 2).contains(&timed), "{timed} timed: {ctx}");
+    assert_eq!(
+        sample(&second, "commitscope_window_commits_lost", &[&l]),
+        Some(0.0),
+        "{ctx}"
+    );
+    let (code, said) = e.stop(libc::SIGTERM);
+    assert_eq!(code, Some(0), "{said:#?}");
 }

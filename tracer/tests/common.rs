@@ -515,3 +515,43 @@ pub fn fails(args: &[&str]) -> String {
     assert_clean(wd.path());
     line
 }
+
+/// Where `commitscope probes --json` puts `role`'s probe in `bin`: the
+/// binary's real path and the function's offset. The kernel's uprobe may
+/// sit a few bytes in (past an `endbr64`): see [`ProbePoint::holds`].
+pub struct ProbePoint {
+    pub file: String,
+    pub offset: u64,
+}
+
+impl ProbePoint {
+    pub fn of(bin: &Path, role: &str) -> ProbePoint {
+        let (out, _) = run_ok(
+            commitscope()
+                .args(["probes", "--json", "--mysqld"])
+                .arg(bin),
+        );
+        let v: Value = serde_json::from_str(&out).expect("probes --json");
+        let p = v["points"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["role"] == role))
+            .unwrap_or_else(|| panic!("no {role} point: {v}"));
+        ProbePoint {
+            file: bin
+                .canonicalize()
+                .expect("the binary")
+                .display()
+                .to_string(),
+            offset: p["offset"].as_u64().expect("an out-of-line offset"),
+        }
+    }
+
+    /// Whether the kernel's probe `p` is this point's (at its entry, or
+    /// past a prologue instruction of at most 8 bytes).
+    pub fn holds(&self, p: &testkit::bpf_links::PerfProbe) -> bool {
+        p.at.rsplit_once('+').is_some_and(|(file, off)| {
+            let off = u64::from_str_radix(off.trim_start_matches("0x"), 16);
+            file == self.file && off.is_ok_and(|o| (self.offset..=self.offset + 8).contains(&o))
+        })
+    }
+}

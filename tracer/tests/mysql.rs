@@ -362,8 +362,10 @@ fn the_exporter_serves_a_stock_mysql_exact_and_light() {
     let get = |text: &str, n: &str, ls: &[&str]| {
         sample(text, n, ls).unwrap_or_else(|| panic!("no {n} {ls:?}:\n{text}")) as u64
     };
+    // Where the commit path's spans go: the window's last probes.
+    let commit_at = ProbePoint::of(&mysqld(), "commit");
     for tier in ["exact", "light"] {
-        let mut e = Exporter::start(&[
+        let mut args = vec![
             "--pid",
             &pid,
             "--probes",
@@ -372,19 +374,35 @@ fn the_exporter_serves_a_stock_mysql_exact_and_light() {
             "5",
             "--window-every",
             "0",
-        ]);
+        ];
+        // Light: its window times the commit path too.
+        if tier == "light" {
+            args.push("--commit-path");
+        }
+        let mut e = Exporter::start(&args);
         e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
         if tier == "light" {
             // An exact window around the commits: open once its probes
-            // (the writes and the binlog's member) are in.
+            // (the writes, the binlog's, the commit's spans last) are in.
             let me = e.child.id();
-            let links = || testkit::bpf_links::perf_probes(me).len();
-            let light = links();
+            let spans = || {
+                testkit::bpf_links::perf_probes(me)
+                    .iter()
+                    .filter(|p| commit_at.holds(p))
+                    .count()
+            };
+            assert_eq!(spans(), 0, "span probes outside a window");
             let (a, _) = http_request(e.port, "POST", "/window", "*/*", None);
             assert!(a.contains("202"), "{a}");
             let asked = std::time::Instant::now();
-            while links() <= light {
-                assert!(asked.elapsed() < Duration::from_secs(5), "no window opened");
+            while spans() < 2 {
+                assert!(
+                    asked.elapsed() < Duration::from_secs(5),
+                    "no window opened: {} not in {:#?}; the exporter said {:#?}",
+                    commit_at.file,
+                    testkit::bpf_links::perf_probes(me),
+                    rest_of(&e.stderr)
+                );
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
@@ -461,6 +479,23 @@ fn the_exporter_serves_a_stock_mysql_exact_and_light() {
                 w_carried <= commits && w_carried + 8 >= commits,
                 "{w_carried} of {commits}: {ctx}"
             );
+            // The window's commit path: each commit the clients made, its
+            // time in the binlog's stages.
+            let timed = get(&window, "commitscope_window_commits_timed", &[&l]);
+            assert!(
+                timed.abs_diff(commits) <= 2 + commits / 100,
+                "{timed} commits timed of {commits}: {ctx}"
+            );
+            let binlog_share: f64 = window
+                .lines()
+                .filter(|x| {
+                    x.starts_with("commitscope_window_commit_stage_share{")
+                        && x.contains(&l)
+                        && x.contains("stage=\"binlog")
+                })
+                .filter_map(|x| x.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum();
+            assert!(binlog_share > 0.5, "binlog stages {binlog_share}: {ctx}");
         }
         let (code, said) = e.stop(libc::SIGTERM);
         assert_eq!(code, Some(0), "{said:#?}");

@@ -8,7 +8,6 @@ mod common;
 mod exporter_kit;
 
 use std::{
-    process::Command,
     sync::Mutex,
     time::{Duration, Instant},
 };
@@ -293,21 +292,7 @@ fn windows_come_and_go_exact_and_the_light_counters_never_decrease() {
             "no anatomy in the window: {t}"
         );
         if windows == 1 {
-            let f = tempfile::NamedTempFile::new().unwrap();
-            // The exposition without the HTTP headers.
-            let body = t.split_once("\r\n\r\n").map_or(t.as_str(), |(_, b)| b);
-            std::fs::write(f.path(), body).unwrap();
-            let out = Command::new("sh")
-                .arg("-c")
-                .arg(format!("promtool check metrics < {}", f.path().display()))
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "promtool: {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
+            promtool_check(&t);
         }
     }
     let (code, said) = e.stop(libc::SIGTERM);

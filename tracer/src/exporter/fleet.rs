@@ -15,6 +15,7 @@ use super::{
     totals::{Figures, Totals},
 };
 use crate::{
+    commit_path::CommitPath,
     fds::FdTable,
     probes::{tier::Tier, Plan, Probes, Snapshot, Target, WindowLinks, WriteProbe},
     sample::Columns,
@@ -268,11 +269,19 @@ impl Fleet {
                 Ok(cur) => {
                     a.fds.refresh(cur.fds.keys().copied());
                     let mut totals = Totals::default();
-                    totals.absorb(&base, &cur, &a.fds, &Columns::window_of(&a.probes));
+                    let cols = Columns::window_of(&a.probes);
+                    totals.absorb(&base, &cur, &a.fds, &cols);
+                    let commit_path =
+                        cols.commit_stages
+                            .zip(cur.commit_path.as_ref())
+                            .map(|(stages, now)| {
+                                CommitPath::between(base.commit_path.as_ref(), now, stages)
+                            });
                     s.view.last_window = Some(Figures {
                         start,
                         end: end_at,
                         totals,
+                        commit_path,
                     });
                 }
                 Err(e) => eprintln!("commitscope: the exact window on {} is lost: {e}", s.name),
@@ -306,6 +315,8 @@ pub struct AttachOptions {
     pub tier: Tier,
     /// Light tier: where the commit counter's login comes from.
     pub defaults_file: Option<PathBuf>,
+    /// `--commit-path`: each exact window times its commits' path too.
+    pub commit_path: bool,
 }
 
 /// Reads the commit counter of every light server that has a login. The
@@ -376,10 +387,15 @@ pub fn attach(
         anatomy: opts.anatomy || !opts.tier.per_commit(),
         tier: opts.tier,
         io: false,
-        commit_path: false,
+        commit_path: opts.commit_path,
     };
     let plan = Plan::new(&target)?;
     let probes = Probes::attach(&target, plan)?;
+    if opts.commit_path && !probes.commit_path {
+        if let Some(why) = crate::probes::cost::commit_path_line(true, false) {
+            eprintln!("commitscope: pid {pid}: {why}");
+        }
+    }
     let legend = crate::legend::legend(&probes, &target);
     let commits = match opts.tier.per_commit() {
         true => None,

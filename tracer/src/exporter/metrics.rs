@@ -571,8 +571,85 @@ impl Exposition {
                 ]
             }),
         )?;
-        Ok(())
+        window_commit_path(enc, &w)
     }
+}
+
+/// The last exact window's commit path (`--commit-path`): the commits
+/// timed in it, their time, and each stage's count, time and share.
+fn window_commit_path(
+    enc: &mut DescriptorEncoder,
+    w: &[(&ServerView, &super::totals::Figures)],
+) -> Result<(), std::fmt::Error> {
+    let cp: Vec<(&ServerView, &crate::commit_path::CommitPath)> = w
+        .iter()
+        .filter_map(|(v, f)| Some((*v, f.commit_path.as_ref()?)))
+        .collect();
+    let secs = |us: Option<f64>| us.map(|v| ConstGauge::new(v / 1e6));
+    // Gauges, not a summary: the `stat` label (promtool keeps `quantile`
+    // for summaries).
+    let stats = |mean: Option<f64>, p50: Option<f64>, p99: Option<f64>| {
+        [("mean", mean), ("p50", p50), ("p99", p99)]
+    };
+    family(
+        enc,
+        "commitscope_window_commits_timed",
+        "Commits that began and ended inside the last exact window, timed from the server's commit function to its return (--commit-path)",
+        None,
+        cp.iter()
+            .map(|(v, c)| (labels(v), ConstGauge::new(c.commits as i64))),
+    )?;
+    family(
+        enc,
+        "commitscope_window_commits_lost",
+        "Commits of the last exact window the kernel could not time (their thread slot was taken)",
+        None,
+        cp.iter()
+            .map(|(v, c)| (labels(v), ConstGauge::new(c.lost as i64))),
+    )?;
+    family(
+        enc,
+        "commitscope_window_commit_time",
+        "The last exact window's time per commit inside the server: its mean, p50 and p99 (the quantiles within about 4 %)",
+        Some(&Unit::Seconds),
+        cp.iter().flat_map(|(v, c)| {
+            stats(c.mean_us, c.p50_us, c.p99_us)
+                .into_iter()
+                .filter_map(move |(k, us)| Some((with(&labels(v), "stat", k), secs(us)?)))
+        }),
+    )?;
+    let stages = || {
+        cp.iter().flat_map(|(v, c)| {
+            c.stages
+                .iter()
+                .map(move |s| (with(&labels(v), "stage", s.stage), s))
+        })
+    };
+    family(
+        enc,
+        "commitscope_window_commit_stage_commits",
+        "The last exact window's commits that spent time in each stage of the commit path",
+        None,
+        stages().map(|(l, s)| (l, ConstGauge::new(s.commits as i64))),
+    )?;
+    family(
+        enc,
+        "commitscope_window_commit_stage_share",
+        "Each stage's part of the last exact window's commit time (the stages and `unattributed` sum to 1)",
+        None,
+        stages().filter_map(|(l, s)| Some((l, ConstGauge::new(s.share?)))),
+    )?;
+    family(
+        enc,
+        "commitscope_window_commit_stage_time",
+        "The last exact window's time in each stage, per commit that spent time in it: its mean, p50 and p99 (log2 buckets)",
+        Some(&Unit::Seconds),
+        stages().flat_map(|(l, s)| {
+            stats(s.mean_us, s.p50_us, s.p99_us)
+                .into_iter()
+                .filter_map(move |(k, us)| Some((with(&l, "stat", k), secs(us)?)))
+        }),
+    )
 }
 
 /// The exporter's own `process_*` metrics, as every Prometheus client

@@ -185,9 +185,10 @@ pub fn run(args: ExporterArgs) -> Result<()> {
             args.window_every, args.window
         )));
     }
-    if args.probes.commit_path {
+    let tier = args.probes.tier_or(crate::probes::tier::Tier::Light);
+    if args.probes.commit_path && tier.per_commit() {
         return Err(Error::Usage(
-            "--commit-path is for trace, the main command, study and sweep, not the exporter (yet): run `commitscope trace --commit-path --pid PID` beside it".into(),
+            "the exporter measures --commit-path inside its exact windows, on the light tier: drop --probes exact (or run `commitscope trace --commit-path --pid PID` beside it)".into(),
         ));
     }
     if args.probes.io {
@@ -195,7 +196,6 @@ pub fn run(args: ExporterArgs) -> Result<()> {
             "--io is for trace, the main command and sweep, not the exporter: run `commitscope trace --io --pid PID` beside it".into(),
         ));
     }
-    let tier = args.probes.tier_or(crate::probes::tier::Tier::Light);
     let opts = AttachOptions {
         debug_root: args.probes.debug_dir.clone(),
         debuginfod: args.probes.debuginfod_choice(),
@@ -204,6 +204,7 @@ pub fn run(args: ExporterArgs) -> Result<()> {
         anatomy: args.probes.anatomy,
         tier,
         defaults_file: args.defaults_file.clone(),
+        commit_path: args.probes.commit_path,
     };
     let asks = Arc::new(window::Asks::default());
     let schedule = window::Schedule::new(window, (!every.is_zero()).then_some(every));
@@ -288,6 +289,12 @@ pub fn run(args: ExporterArgs) -> Result<()> {
                 ),
             }
         );
+        if args.probes.commit_path {
+            eprintln!(
+                "commitscope: {}",
+                crate::probes::cost::COMMIT_PATH_WINDOW_COST
+            );
+        }
         let why = loop {
             tokio::select! {
                 _ = sigint.recv() => break "SIGINT",

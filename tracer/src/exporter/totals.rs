@@ -163,6 +163,9 @@ pub struct Figures {
     /// Counted as the exact tier counts (requests, durable, flushes,
     /// batches, leaders and followers), over the window only.
     pub totals: Totals,
+    /// `--commit-path`: the commits that began and ended inside the
+    /// window, and where their time went.
+    pub commit_path: Option<crate::commit_path::CommitPath>,
 }
 
 #[cfg(test)]

@@ -68,8 +68,11 @@ pub struct Probes {
     pub io: Option<io::Place>,
     /// The binlog group commit's probes are attached.
     pub(super) binlog: bool,
-    /// The commit path's span probes are attached (`--commit-path`).
+    /// The commit path is counted (`--commit-path`): its span probes are
+    /// attached (exact tier), or go on with each exact window (light).
     pub commit_path: bool,
+    /// The span probes' attachments so far (`CP_GEN`'s last value).
+    pub(super) cp_generation: u64,
 }
 
 fn set_pred<'a>(l: &mut EbpfLoader<'a>, names: [&'a str; 4], p: &'a Pred, op: &'a u32) {
@@ -107,6 +110,42 @@ impl WindowLinks {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+}
+
+/// Tells the kernel side which attachment of the span probes is live
+/// (0: none).
+fn set_cp_generation(ebpf: &mut Ebpf, generation: u64) -> Result<()> {
+    let err = |detail: String| Error::Attach {
+        what: "--commit-path: the span generation".into(),
+        detail,
+    };
+    let map = ebpf
+        .map_mut(maps::CP_GEN)
+        .ok_or_else(|| err("the object has no CP_GEN map".into()))?;
+    let mut a = aya::maps::Array::<_, u64>::try_from(map).map_err(|e| err(e.to_string()))?;
+    a.set(0, generation, 0).map_err(|e| err(e.to_string()))
+}
+
+/// Opens the commit path's spans as attachment `generation`: the
+/// commit's return first, then its entry (a span opened before its end
+/// is in place would never close). Each link goes into `links` as it is
+/// made.
+fn attach_spans(
+    ebpf: &mut Ebpf,
+    at: &Resolved,
+    generation: u64,
+    exe: &Path,
+    pid: NonZeroU32,
+    links: &mut Vec<(&'static str, UProbeLinkId)>,
+) -> Result<()> {
+    set_cp_generation(ebpf, generation)?;
+    for name in [prog::COMMIT_RETURN, prog::COMMIT_ENTRY] {
+        links.push((
+            name,
+            attach_uprobe(ebpf, name, at.file_offset, at, exe, pid)?,
+        ));
+    }
+    Ok(())
 }
 
 /// Attaches the write programs at every point of `write`: the per-commit
@@ -216,12 +255,10 @@ impl Probes {
         loader.override_global(g::DURABLE_PRED, &member, true);
         loader.override_global(g::BATCH_ON_SYNC, &batch_on_sync, true);
         loader.override_global(g::ANATOMY, &anatomy, true);
-        // The commit path: per commit, so the exact tier only, and where
-        // the commit function is out of line (its return is the span's end).
-        let commit_at = plan
-            .commit
-            .as_ref()
-            .filter(|_| target.commit_path && target.tier.per_commit());
+        // The commit path: where the commit function is out of line (its
+        // return is the span's end). Per commit: the exact tier attaches
+        // its spans now, a light tier with each exact window.
+        let commit_at = plan.commit.as_ref().filter(|_| target.commit_path);
         let commit_path = u32::from(commit_at.is_some());
         loader.override_global(g::COMMIT_PATH, &commit_path, true);
         set_pred(
@@ -346,17 +383,17 @@ impl Probes {
                 |kind, at| note("binlog", kind, at, at.file_offset, None),
             )?;
         }
-        // The commit's span last, its return first: a span opened before
-        // its end is in place would never close.
-        if let Some(at) = commit_at {
-            attach_uprobe(&mut ebpf, prog::COMMIT_RETURN, at.file_offset, at, exe, pid)?;
+        let mut cp_generation = 0;
+        if let Some(at) = commit_at.filter(|_| target.tier.per_commit()) {
+            cp_generation = 1;
+            attach_spans(&mut ebpf, at, cp_generation, exe, pid, &mut Vec::new())?;
             note("commit", "uretprobe", at, at.file_offset, None);
-            attach_uprobe(&mut ebpf, prog::COMMIT_ENTRY, at.file_offset, at, exe, pid)?;
             note("commit", "uprobe", at, at.file_offset, None);
         }
         let mut p = Probes {
             binlog,
             commit_path: commit_path != 0,
+            cp_generation,
             ebpf,
             logs,
             plan,
@@ -402,28 +439,31 @@ impl Probes {
             pid,
             |_, _, _, _| {},
         );
-        match links {
-            Ok(l) => {
-                self.window = Some(l);
-                // The binlog's groups get their sizes in the window too.
-                if let Some(b) = self.plan.binlog.as_ref().filter(|_| self.binlog) {
-                    match binlog::attach_window(&mut self.ebpf, b, &exe, pid) {
-                        Ok(link) => self.window.get_or_insert_with(Vec::new).push(link),
-                        Err(e) => {
-                            drop(self.close_window());
-                            return Err(e);
-                        }
-                    }
-                }
-                Ok(())
+        let mut rest = |window: &mut Vec<_>| -> Result<()> {
+            // The binlog's groups get their sizes in the window too (and,
+            // with the commit path, each commit's wait in the group).
+            if let Some(b) = self.plan.binlog.as_ref().filter(|_| self.binlog) {
+                binlog::attach_window(&mut self.ebpf, b, self.commit_path, &exe, pid, window)?;
             }
-            Err(e) => {
-                // A partly attached window: the links made so far go in
-                // the next close (here, at once).
-                drop(self.close_window());
-                Err(e)
+            // The commit path's spans last, as at attach: every span
+            // opened has its stages' probes in place.
+            if let Some(at) = self.plan.commit.as_ref().filter(|_| self.commit_path) {
+                self.cp_generation += 1;
+                attach_spans(&mut self.ebpf, at, self.cp_generation, &exe, pid, window)?;
             }
+            Ok(())
+        };
+        let done = links.and_then(|mut l| {
+            let r = rest(&mut l);
+            self.window = Some(l);
+            r
+        });
+        if done.is_err() {
+            // A partly attached window: the links made so far go in the
+            // next close (here, at once).
+            drop(self.close_window());
         }
+        done
     }
 
     /// Whether the light tier times the syncs on this kernel, with this
@@ -452,6 +492,12 @@ impl Probes {
     /// returns detaches them: the kernel takes a while for that, so a
     /// caller holding a lock drops it after letting go.
     pub fn close_window(&mut self) -> WindowLinks {
+        // The spans first: from here the commits in flight add nothing,
+        // and a span whose return is detached below is stale for the next
+        // window (see tracer-ebpf's `CP_GEN`).
+        if self.commit_path && !self.tier.per_commit() {
+            let _ = set_cp_generation(&mut self.ebpf, 0);
+        }
         let mut out = Vec::new();
         for (name, id) in self.window.take().unwrap_or_default() {
             if let Ok(p) = loaded_uprobe(&mut self.ebpf, name) {

@@ -76,17 +76,31 @@ pub fn attach(
     Ok(())
 }
 
-/// An exact window's part on light probes: the member probe alone, so
-/// the window's groups have sizes (the queue wait stays out: a commit's
-/// entry seen in a window and its flush after it would be a wait that
-/// never was).
+/// An exact window's part on light probes: the member probe, so the
+/// window's groups have sizes (the binlog's queue wait stays out: a
+/// commit's entry seen in a window and its flush after it would be a wait
+/// that never was). With the commit path, the commit's entry and return
+/// for its span alone (`binlog_enter_span`, return first). Each link goes
+/// into `links` as it is made, so a failure part way leaves none behind.
 pub fn attach_window(
     ebpf: &mut Ebpf,
     plan: &BinlogPlan,
+    commit_path: bool,
     exe: &Path,
     pid: NonZeroU32,
-) -> Result<(&'static str, UProbeLinkId)> {
-    let at = &plan.member;
-    let id = attach_uprobe(ebpf, prog::BINLOG_MEMBER, at.file_offset, at, exe, pid)?;
-    Ok((prog::BINLOG_MEMBER, id))
+    links: &mut Vec<(&'static str, UProbeLinkId)>,
+) -> Result<()> {
+    let mut put = |name: &'static str, at: &Resolved| -> Result<()> {
+        links.push((
+            name,
+            attach_uprobe(ebpf, name, at.file_offset, at, exe, pid)?,
+        ));
+        Ok(())
+    };
+    put(prog::BINLOG_MEMBER, &plan.member)?;
+    if let Some(at) = plan.enter.as_ref().filter(|_| commit_path) {
+        put(prog::BINLOG_ENTER_RETURN, at)?;
+        put(prog::BINLOG_ENTER_SPAN, at)?;
+    }
+    Ok(())
 }

@@ -152,3 +152,22 @@ pub fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
             .then(|| v.trim().parse().ok())?
     })
 }
+
+/// `promtool check metrics` on a scrape (its HTTP headers cut off):
+/// panics with what promtool said when it finds fault.
+pub fn promtool_check(scrape: &str) {
+    let f = tempfile::NamedTempFile::new().unwrap();
+    let body = scrape.split_once("\r\n\r\n").map_or(scrape, |(_, b)| b);
+    std::fs::write(f.path(), body).unwrap();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("promtool check metrics < {}", f.path().display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
