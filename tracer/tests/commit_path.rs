@@ -12,7 +12,7 @@ use std::{
         atomic::{AtomicBool, Ordering},
         Mutex,
     },
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use common::*;
@@ -250,15 +250,6 @@ fn a_sweep_charts_where_the_time_goes_per_cell() {
         assert!(svg.contains(text), "no {text:?} in the chart");
     }
     assert_clean(wd.path());
-}
-
-/// Waits until `f` holds (polling every 50 ms); panics with `what` after `limit`.
-fn until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !f() {
-        assert!(Instant::now() < deadline, "{what} within {limit:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]

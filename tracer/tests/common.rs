@@ -555,3 +555,12 @@ impl ProbePoint {
         })
     }
 }
+
+/// Waits until `f` holds (polling every 50 ms); panics with `what` after `limit`.
+pub fn until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !f() {
+        assert!(Instant::now() < deadline, "{what} within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

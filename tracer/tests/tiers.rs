@@ -14,40 +14,9 @@ use std::{
 
 use common::*;
 use exporter_kit::*;
-use serde_json::Value;
 use testkit::bpf_links::perf_probes;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-/// Where the write probe of `bin` goes (file+offset), from `commitscope
-/// probes --json`.
-fn write_probe_at(bin: &std::path::Path) -> String {
-    let (out, _) = run_ok(
-        commitscope()
-            .args(["probes", "--json", "--mysqld"])
-            .arg(bin),
-    );
-    let v: Value = serde_json::from_str(&out).expect("probes --json");
-    let w = v["points"]
-        .as_array()
-        .and_then(|ps| ps.iter().find(|p| p["role"] == "write"))
-        .unwrap_or_else(|| panic!("no write point: {v}"));
-    let bin = bin.canonicalize().expect("the fixture's mariadbd");
-    format!(
-        "{}+{:#x}",
-        bin.display(),
-        w["offset"].as_u64().expect("offset")
-    )
-}
-
-/// Waits until `f` holds (polling every 50 ms); panics with `what` after `limit`.
-fn until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !f() {
-        assert!(Instant::now() < deadline, "{what} within {limit:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// Waits until the named series of `labels` stop moving for 1.5 s.
 fn settled(e: &Exporter, names: &[&str], labels: &[&str]) -> String {
@@ -169,10 +138,11 @@ fn light_counts_flushes_and_syncs_as_exact_does_and_commits_by_the_counter() {
         Some(1.0),
         "{after}"
     );
-    let write_at = write_probe_at(&bin);
+    let write_at = ProbePoint::of(&bin, "write");
     assert!(
-        !light_probes.iter().any(|p| p.at == write_at),
-        "a probe at the write function {write_at}: {light_probes:#?}"
+        !light_probes.iter().any(|p| write_at.holds(p)),
+        "a probe at the write function {}: {light_probes:#?}",
+        write_at.file
     );
     // This host has neither fentry nor kprobes: light counts the syncs
     // in the server's C library, never by a syscall tracepoint
@@ -215,7 +185,7 @@ fn windows_come_and_go_exact_and_the_light_counters_never_decrease() {
         return;
     };
     let bin = testkit::symbols_fixture().unwrap().join("bin/mariadbd");
-    let write_at = write_probe_at(&bin);
+    let write_at = ProbePoint::of(&bin, "write");
     let pid = server.pid().to_string();
     let started = Instant::now();
     let mut e = Exporter::start(&[
@@ -232,7 +202,7 @@ fn windows_come_and_go_exact_and_the_light_counters_never_decrease() {
     let me = e.child.id();
     let l = label(&server);
     let light_set = perf_probes(me).len();
-    let in_window = || perf_probes(me).iter().any(|p| p.at == write_at);
+    let in_window = || perf_probes(me).iter().any(|p| write_at.holds(p));
     let monotonic = [
         "commitscope_redo_flushes_total",
         "commitscope_status_commits_total",
@@ -318,7 +288,7 @@ fn a_window_on_request_once_and_no_credentials_ever_shown() {
     let pid = server.pid().to_string();
     let cnf_path = cnf.path().display().to_string();
     let bin = testkit::symbols_fixture().unwrap().join("bin/mariadbd");
-    let write_at = write_probe_at(&bin);
+    let write_at = ProbePoint::of(&bin, "write");
     let mut e = Exporter::start(&[
         "--pid",
         &pid,
@@ -338,7 +308,7 @@ fn a_window_on_request_once_and_no_credentials_ever_shown() {
         e.lines
     );
     let me = e.child.id();
-    let in_window = || perf_probes(me).iter().any(|p| p.at == write_at);
+    let in_window = || perf_probes(me).iter().any(|p| write_at.holds(p));
     assert!(!in_window(), "a window before any was asked for");
     let (a, _) = http_request(e.port, "POST", "/window", "*/*", None);
     assert!(a.contains("202"), "{a}");
