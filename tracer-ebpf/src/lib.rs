@@ -119,10 +119,20 @@ pub enum Counter {
     /// (MySQL's `ha_flush_logs`), and its time, ns.
     BinlogRedoFlushes = 41,
     BinlogRedoNs = 42,
+    /// A semi-sync source's waits for its replica's acknowledgement at
+    /// the binlog's sync (MySQL's `Binlog_storage_delegate::after_sync`,
+    /// one per group; MariaDB's `Repl_semi_sync_master::commit_trx`, one
+    /// per transaction, whichever its wait point), and their time, ns.
+    AckSyncCalls = 43,
+    AckSyncNs = 44,
+    /// MySQL's after-commit hook (`Trans_delegate::after_commit`): the
+    /// waits with `rpl_semi_sync_source_wait_point=AFTER_COMMIT`.
+    AckCommitCalls = 45,
+    AckCommitNs = 46,
 }
 
 /// Number of `Counter` slots.
-pub const COUNTERS: u32 = 43;
+pub const COUNTERS: u32 = 47;
 
 /// Index into the `HISTS` per-CPU array.
 #[repr(u32)]
@@ -151,10 +161,13 @@ pub enum HistKind {
     BinlogQueueWait = 10,
     /// The flush stage's redo flush.
     BinlogRedo = 11,
+    /// The semi-sync acknowledgement waits (see `Counter::AckSyncCalls`).
+    AckSync = 12,
+    AckCommit = 13,
 }
 
 /// Number of `HistKind` slots.
-pub const HISTS: u32 = 12;
+pub const HISTS: u32 = 14;
 
 /// Slots of an exact size histogram: slot `n` counts the groups of
 /// exactly `n` members; the last also holds every larger group. 4096
@@ -416,9 +429,28 @@ pub enum CommitStage {
     /// The commit stage's leader committing the group.
     BinlogCommit = 7,
     /// A binlog group's member that did not lead: waiting for its leader
-    /// to do it all.
+    /// to do it all (but for the replica's acknowledgement).
     BinlogFollowerWait = 8,
+    /// A semi-sync source waiting for its replica's acknowledgement: the
+    /// thread's own wait, and a follower's wait while its group's leader
+    /// waited for it (see `AckSpan`).
+    ReplicaAck = 9,
 }
+
+/// One wait for a replica's acknowledgement inside the binlog's group
+/// commit, by the thread that led it (`ACK_RING`): a follower's group
+/// wait that overlaps it waited for the acknowledgement too. A leader's
+/// back-to-back waits for its members (MariaDB) make one span.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AckSpan {
+    pub owner: u64,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// Spans kept in `ACK_RING`: a follower waits through a group or two.
+pub const ACK_RING_LEN: u32 = 8;
 
 /// Sub-buckets per power of two of a [`FineHist`].
 pub const FINE_SUB: usize = 16;
@@ -482,6 +514,10 @@ pub struct CommitSpan {
     pub wrote: u64,
     /// The binlog group: when this commit entered it (0: not in it).
     pub binlog_entered: u64,
+    /// Non-zero between the commit's entry into the binlog's group
+    /// commit and its return: an acknowledgement it waits for there is
+    /// its group's.
+    pub in_binlog: u64,
     /// The span probes' attachment this span was opened under (`CP_GEN`):
     /// a span left open when a light tier's window detached its return is
     /// stale in the next window, not a commit of it.
@@ -609,6 +645,9 @@ pub mod maps {
     /// while they are off (a light tier between its windows), then 1, 2,
     /// ... per attachment.
     pub const CP_GEN: &str = "CP_GEN";
+    pub const ACK_START: &str = "ACK_START";
+    pub const ACK_RING: &str = "ACK_RING";
+    pub const ACK_HEAD: &str = "ACK_HEAD";
 }
 
 /// Names of the programs in the object file.
@@ -663,6 +702,12 @@ pub mod programs {
     /// alone (a light tier's exact window: the binlog's own queue wait
     /// stays with the exact tier).
     pub const BINLOG_ENTER_SPAN: &str = "binlog_enter_span";
+    /// A semi-sync source's wait for its replica (see
+    /// `Counter::AckSyncCalls`, `Counter::AckCommitCalls`).
+    pub const ACK_SYNC_ENTRY: &str = "ack_sync_entry";
+    pub const ACK_SYNC_RETURN: &str = "ack_sync_return";
+    pub const ACK_COMMIT_ENTRY: &str = "ack_commit_entry";
+    pub const ACK_COMMIT_RETURN: &str = "ack_commit_return";
     pub const COMMIT_ENTRY: &str = "commit_entry";
     pub const COMMIT_RETURN: &str = "commit_return";
 
@@ -674,6 +719,8 @@ pub mod programs {
     /// flush's own fdatasync may not have begun yet.
     pub const CALL_OPENERS: &[&str] = &[
         COMMIT_ENTRY,
+        ACK_SYNC_ENTRY,
+        ACK_COMMIT_ENTRY,
         BINLOG_ENTER,
         BINLOG_ENTER_SPAN,
         BINLOG_FLUSH_OPEN,

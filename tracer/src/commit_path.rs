@@ -17,7 +17,7 @@ pub const UNATTRIBUTED: &str = "unattributed";
 
 /// The CSV's share columns: one per kernel slot whatever the family
 /// calls it, and the rest.
-pub const CSV_SHARES: [(Option<CommitStage>, &str); 10] = [
+pub const CSV_SHARES: [(Option<CommitStage>, &str); 11] = [
     (Some(CommitStage::RedoLeaderWrite), "cp_redo_write_share"),
     (Some(CommitStage::RedoLeaderSync), "cp_redo_sync_share"),
     (Some(CommitStage::RedoFollowerWait), "cp_redo_wait_share"),
@@ -33,6 +33,7 @@ pub const CSV_SHARES: [(Option<CommitStage>, &str); 10] = [
         Some(CommitStage::BinlogFollowerWait),
         "cp_binlog_follower_share",
     ),
+    (Some(CommitStage::ReplicaAck), "cp_replica_ack_share"),
     (None, "cp_unattributed_share"),
 ];
 

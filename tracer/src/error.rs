@@ -119,6 +119,11 @@ pub enum Error {
         line: String,
     },
 
+    /// The managed replica could not be made to replicate: its own error,
+    /// and what to do.
+    #[error("--replica: {detail}; check the server's plugin dir and --server-option values (--keep keeps both temp dirs and their error.log)")]
+    Replica { detail: String },
+
     #[error("invalid --server-option {0}")]
     BadServerOption(String),
 
@@ -139,6 +144,11 @@ pub enum Error {
 
     #[error("interrupted during {phase}: probes detached, server stopped, temp files removed")]
     Interrupted { phase: &'static str },
+
+    /// Exit code 4: the summary above is of a run that was not what was
+    /// asked for (semi-sync became async part way).
+    #[error("{detail}: the summary above is partly of an async replica; pass --allow-async-fallback to accept that")]
+    AsyncFallback { detail: String },
 
     /// Exit code 3: the summary above covers the run up to the loss.
     #[error("{detail}: the summary above covers the run up to then")]

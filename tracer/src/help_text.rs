@@ -7,6 +7,7 @@ pub const EXIT_CODES: &[(&str, &str)] = &[
     ("0", "the run finished (also after Ctrl-C during the run, or the traced server exiting)"),
     ("2", "bad input or a failed setup (one line on stderr says what and what to do)"),
     ("3", "the server was lost or could not write during the run (the summary covers the run up to then)"),
+    ("4", "--replica semi-sync fell back to async during the run (the summary says so; --allow-async-fallback accepts it)"),
     ("130", "interrupted before the run started (everything started was stopped and removed)"),
 ];
 

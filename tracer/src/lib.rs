@@ -14,6 +14,7 @@ pub mod legend;
 pub mod manual;
 pub mod outfile;
 pub mod probes;
+pub mod replication;
 pub mod report;
 pub mod runtime;
 pub mod sample;

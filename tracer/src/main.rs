@@ -62,6 +62,11 @@ fn main() -> ExitCode {
             eprintln!("commitscope: {e}");
             ExitCode::from(3)
         }
+        // Semi-sync fell back to async mid-run: the summary is out.
+        Err(e @ Error::AsyncFallback { .. }) => {
+            eprintln!("commitscope: {e}");
+            ExitCode::from(4)
+        }
         Err(e) => {
             eprintln!("commitscope: error: {e}");
             ExitCode::from(2)

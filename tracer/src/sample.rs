@@ -168,6 +168,10 @@ pub struct Interval {
     /// `--commit-path`: each commit's time, stage by stage.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit_path: Option<crate::commit_path::CommitPath>,
+    /// A semi-sync source's waits for its replica, where the hooks are
+    /// probed and it waited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replication: Option<crate::replication::AckWaits>,
 }
 
 /// `--io`: the block requests the redo syncs caused over an interval, and
@@ -292,6 +296,10 @@ pub struct Columns {
     /// `--commit-path`: the family's stage names in path order (None
     /// where the commit path is not probed).
     pub commit_stages: Option<&'static [crate::probes::profiles::StageName]>,
+    /// The semi-sync hooks probed (a semi-sync source's waits for its
+    /// replica), and whether they are MySQL's.
+    pub ack: crate::replication::AckAt,
+    pub ack_mysql: bool,
 }
 
 impl Columns {
@@ -312,6 +320,8 @@ impl Columns {
                 binlog: false,
                 binlog_forms_group: false,
                 commit_stages: None,
+                ack: Default::default(),
+                ack_mysql: false,
             },
             WriteProbe::ServerLayer { .. } => Columns {
                 requests: Source::AllCalls,
@@ -327,6 +337,8 @@ impl Columns {
                 binlog: false,
                 binlog_forms_group: false,
                 commit_stages: None,
+                ack: Default::default(),
+                ack_mysql: false,
             },
         }
     }
@@ -362,6 +374,10 @@ impl Columns {
         c.commit_stages = probes
             .commit_path
             .then(|| crate::probes::profiles::commit_stages(plan.server.map(|s| s.flavor)));
+        c.ack = probes.ack;
+        c.ack_mysql = plan
+            .server
+            .is_some_and(|s| s.flavor == crate::probes::profiles::Flavor::MySql);
         c
     }
 }
@@ -484,6 +500,8 @@ impl Interval {
                 )
             }),
             commit_path,
+            replication: crate::replication::AckWaits::between(prev, cur, cols.ack, cols.ack_mysql)
+                .filter(|a| a.waits > 0),
         }
     }
 }
@@ -661,6 +679,10 @@ pub struct Joined {
     /// instead of as a quiet 0 tps.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stalled_s: Option<f64>,
+    /// `--replica semi-sync`: the source's semi-sync was OFF at this
+    /// tick (it fell back to async).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub semi_sync_off: bool,
 }
 
 /// Seconds without a commit after which a tick is marked stalled.
@@ -692,6 +714,7 @@ impl Joined {
             trace,
             commits_per_flush,
             stalled_s: None,
+            semi_sync_off: false,
         }
     }
 }
@@ -727,6 +750,7 @@ pub fn test_interval(durable: Option<u64>, inside: Option<u64>) -> Interval {
         io: None,
         binlog: None,
         commit_path: None,
+        replication: None,
     }
 }
 

@@ -187,6 +187,14 @@ pub fn run(args: StudyArgs) -> Result<()> {
     let warmup = seconds("--warmup", args.warmup, 0.0)?;
     let interval = seconds("--interval", args.interval, 0.01)?;
     workload::schema::check_name(&args.database)?;
+    args.stage.server.check_replica(false)?;
+    if args.stage.server.replica.is_some()
+        && matches!(args.binlog, StudyBinlog::Off | StudyBinlog::Both)
+    {
+        return Err(Error::Usage(
+            "--replica replicates the source's binlog: it cannot run with --binlog off (use --binlog server or on)".into(),
+        ));
+    }
     let passes: Vec<Option<BinlogPass>> = match args.binlog {
         StudyBinlog::Server => vec![None],
         StudyBinlog::On => vec![Some(BinlogPass::On)],

@@ -51,6 +51,7 @@ pub fn target(args: &TraceArgs) -> Result<Target> {
         tier,
         io: args.probes.io,
         commit_path,
+        semi_sync_wait: None,
     })
 }
 

@@ -212,10 +212,13 @@ fn the_study_on_stock_mysql_takes_its_ratio_from_where_the_group_forms() {
         for row in rows {
             assert_eq!(row["ratio_source"], source, "{study}");
         }
-        // One client groups with nobody; own rows group, more with more
-        // clients.
+        // One client groups with nobody; own rows group at 50 clients and
+        // at 100. Not "more at 100": MySQL saturates these two cores by
+        // 50 clients: a clean run on a quiet host measured d below c
+        // (8.40 against 9.74, binlog off), and one beside a build 6.17
+        // against 6.71.
         assert!(r[0] < 1.3, "{study}");
-        assert!(r[2] > 2.0 && r[3] > r[2], "{study}");
+        assert!(r[2] > 2.0 && r[3] > 2.0, "{study}");
         if pass == "on" {
             // The hot row's lock is held through the binlog's stages.
             assert!(r[1] < 1.3, "{study}");

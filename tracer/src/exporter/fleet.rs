@@ -277,11 +277,19 @@ impl Fleet {
                             .map(|(stages, now)| {
                                 CommitPath::between(base.commit_path.as_ref(), now, stages)
                             });
+                    let replication = crate::replication::AckWaits::between(
+                        &base,
+                        &cur,
+                        cols.ack,
+                        cols.ack_mysql,
+                    )
+                    .filter(|a| a.waits > 0);
                     s.view.last_window = Some(Figures {
                         start,
                         end: end_at,
                         totals,
                         commit_path,
+                        replication,
                     });
                 }
                 Err(e) => eprintln!("commitscope: the exact window on {} is lost: {e}", s.name),
@@ -388,6 +396,7 @@ pub fn attach(
         tier: opts.tier,
         io: false,
         commit_path: opts.commit_path,
+        semi_sync_wait: None,
     };
     let plan = Plan::new(&target)?;
     let probes = Probes::attach(&target, plan)?;

@@ -571,8 +571,46 @@ impl Exposition {
                 ]
             }),
         )?;
-        window_commit_path(enc, &w)
+        window_commit_path(enc, &w)?;
+        window_replication(enc, &w)
     }
+}
+
+/// The last exact window's waits of a semi-sync source for its replica.
+fn window_replication(
+    enc: &mut DescriptorEncoder,
+    w: &[(&ServerView, &super::totals::Figures)],
+) -> Result<(), std::fmt::Error> {
+    let r: Vec<(&ServerView, &crate::replication::AckWaits)> = w
+        .iter()
+        .filter_map(|(v, f)| Some((*v, f.replication.as_ref()?)))
+        .collect();
+    family(
+        enc,
+        "commitscope_window_replica_ack_waits",
+        "The last exact window's waits of a semi-sync source for its replica's acknowledgement (MySQL at AFTER_SYNC: one per binlog group; else one per transaction)",
+        None,
+        r.iter()
+            .map(|(v, a)| (with(&labels(v), "hook", a.hook), ConstGauge::new(a.waits as i64))),
+    )?;
+    family(
+        enc,
+        "commitscope_window_replica_ack_time",
+        "The last exact window's acknowledgement waits: their mean, p50 and p99 (log2 buckets), and their sum",
+        Some(&Unit::Seconds),
+        r.iter().flat_map(|(v, a)| {
+            [
+                ("mean", a.mean_us),
+                ("p50", a.p50_us),
+                ("p99", a.p99_us),
+                ("sum", Some(a.total_us as f64)),
+            ]
+            .into_iter()
+            .filter_map(move |(k, us)| {
+                Some((with(&labels(v), "stat", k), ConstGauge::new(us? / 1e6)))
+            })
+        }),
+    )
 }
 
 /// The last exact window's commit path (`--commit-path`): the commits

@@ -166,6 +166,8 @@ pub struct Figures {
     /// `--commit-path`: the commits that began and ended inside the
     /// window, and where their time went.
     pub commit_path: Option<crate::commit_path::CommitPath>,
+    /// A semi-sync source's waits for its replica inside the window.
+    pub replication: Option<crate::replication::AckWaits>,
 }
 
 #[cfg(test)]
@@ -188,6 +190,8 @@ mod tests {
             binlog: false,
             binlog_forms_group: false,
             commit_stages: None,
+            ack: Default::default(),
+            ack_mysql: false,
         }
     }
 

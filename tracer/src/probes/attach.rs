@@ -15,13 +15,14 @@ use tracer_ebpf::{globals as g, maps, programs as prog, BatchMember};
 use super::{
     binlog, clock, ebpf_log, io,
     kernel::{self, KernelAttach},
-    plan::{site_readable, Plan, Target, WriteProbe},
+    plan::{site_readable, AckAt, AckPlan, Plan, Target, WriteProbe},
     profiles::{Pred, Source},
     symbols::Resolved,
     tier::Tier,
     uprobe::{attach_uprobe, loaded_uprobe},
 };
 use crate::error::{Error, Result};
+use crate::server::replica::WaitPoint;
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-ebpf"));
 
@@ -73,6 +74,9 @@ pub struct Probes {
     pub commit_path: bool,
     /// The span probes' attachments so far (`CP_GEN`'s last value).
     pub(super) cp_generation: u64,
+    /// The semi-sync hooks probed (light: in its exact windows; none: no
+    /// replication figures).
+    pub ack: AckAt,
 }
 
 fn set_pred<'a>(l: &mut EbpfLoader<'a>, names: [&'a str; 4], p: &'a Pred, op: &'a u32) {
@@ -110,6 +114,53 @@ impl WindowLinks {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+}
+
+/// The semi-sync hooks worth probing: MySQL's after-commit one runs for
+/// every commit, so it is left out where the wait point is known to be
+/// the other.
+fn ack_hooks(a: &AckPlan, wait: Option<WaitPoint>) -> AckAt {
+    AckAt {
+        sync: true,
+        commit: a.at_commit.is_some() && wait != Some(WaitPoint::AfterSync),
+    }
+}
+
+/// Attaches the semi-sync hooks `on` asks for (each return before its
+/// entry); each link goes into `links` as it is made, `note` hears of each
+/// hook.
+fn attach_acks(
+    ebpf: &mut Ebpf,
+    a: &AckPlan,
+    on: AckAt,
+    exe: &Path,
+    pid: NonZeroU32,
+    links: &mut Vec<(&'static str, UProbeLinkId)>,
+    mut note: impl FnMut(&Resolved),
+) -> Result<()> {
+    let hooks = [
+        (
+            on.sync.then_some(&a.at_sync),
+            prog::ACK_SYNC_RETURN,
+            prog::ACK_SYNC_ENTRY,
+        ),
+        (
+            a.at_commit.as_ref().filter(|_| on.commit),
+            prog::ACK_COMMIT_RETURN,
+            prog::ACK_COMMIT_ENTRY,
+        ),
+    ];
+    for (at, ret, entry) in hooks {
+        let Some(at) = at else { continue };
+        for name in [ret, entry] {
+            links.push((
+                name,
+                attach_uprobe(ebpf, name, at.file_offset, at, exe, pid)?,
+            ));
+        }
+        note(at);
+    }
+    Ok(())
 }
 
 /// Tells the kernel side which attachment of the span probes is live
@@ -383,6 +434,22 @@ impl Probes {
                 |kind, at| note("binlog", kind, at, at.file_offset, None),
             )?;
         }
+        // A semi-sync source's wait for its replica: free where the
+        // server never waits (the hooks run only with semi-sync on), per
+        // commit on MariaDB, so the exact tier's. MySQL's after-commit
+        // hook runs for every commit: left out where the wait point is
+        // known to be the other.
+        // Light: the hooks its exact windows attach.
+        let ack = match plan.ack.as_ref().filter(|_| binlog_plan.is_some()) {
+            Some(a) => ack_hooks(a, target.semi_sync_wait),
+            None => AckAt::default(),
+        };
+        if let Some(a) = plan.ack.as_ref().filter(|_| target.tier.per_commit()) {
+            attach_acks(&mut ebpf, a, ack, exe, pid, &mut Vec::new(), |at| {
+                note("replica ack", "uretprobe", at, at.file_offset, None);
+                note("replica ack", "uprobe", at, at.file_offset, None);
+            })?;
+        }
         let mut cp_generation = 0;
         if let Some(at) = commit_at.filter(|_| target.tier.per_commit()) {
             cp_generation = 1;
@@ -394,6 +461,7 @@ impl Probes {
             binlog,
             commit_path: commit_path != 0,
             cp_generation,
+            ack,
             ebpf,
             logs,
             plan,
@@ -444,6 +512,10 @@ impl Probes {
             // with the commit path, each commit's wait in the group).
             if let Some(b) = self.plan.binlog.as_ref().filter(|_| self.binlog) {
                 binlog::attach_window(&mut self.ebpf, b, self.commit_path, &exe, pid, window)?;
+            }
+            // A semi-sync source's waits for its replica.
+            if let Some(a) = self.plan.ack.as_ref() {
+                attach_acks(&mut self.ebpf, a, self.ack, &exe, pid, window, |_| {})?;
             }
             // The commit path's spans last, as at attach: every span
             // opened has its stages' probes in place.

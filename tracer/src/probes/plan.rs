@@ -38,6 +38,9 @@ pub struct Target {
     /// `--commit-path`: each commit's time, stage by stage (needs
     /// `write_timing` and `anatomy` for the redo's stages).
     pub commit_path: bool,
+    /// A semi-sync source's wait point, where the run knows it (its own
+    /// managed pair): MySQL's other hook is then left unprobed.
+    pub semi_sync_wait: Option<crate::server::replica::WaitPoint>,
 }
 
 /// How the write probe was placed.
@@ -150,6 +153,36 @@ pub struct Plan {
     pub binlog: Option<BinlogPlan>,
     /// The server layer's commit function (`--commit-path`), out of line.
     pub commit: Option<Resolved>,
+    /// Where a semi-sync source waits for its replica, where the binary
+    /// has it out of line (the function's return ends the wait).
+    pub ack: Option<AckPlan>,
+}
+
+/// Which of the semi-sync hooks are probed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AckAt {
+    /// The sync-point hook (MariaDB: the one function of both points).
+    pub sync: bool,
+    /// MySQL's after-commit hook.
+    pub commit: bool,
+}
+
+/// The semi-sync wait's functions found in the binary.
+#[derive(Clone, Debug)]
+pub struct AckPlan {
+    pub at_sync: Resolved,
+    pub at_commit: Option<Resolved>,
+}
+
+impl AckPlan {
+    fn find(r: &Resolver, server: Option<ServerId>) -> Option<AckPlan> {
+        let p = profiles::ack_profile(server.map(|s| s.flavor));
+        let at = |names: &[&str]| r.resolve(names).filter(|x| x.out_of_line);
+        Some(AckPlan {
+            at_sync: at(p.at_sync)?,
+            at_commit: p.at_commit.and_then(at),
+        })
+    }
 }
 
 impl Plan {
@@ -227,6 +260,7 @@ impl Plan {
                 exe: target.exe.clone(),
                 binlog: BinlogPlan::find(&r, server),
                 commit: r.resolve(profiles::COMMIT_SPAN).filter(|x| x.out_of_line),
+                ack: AckPlan::find(&r, server),
                 debug_looked_for: r.looked_for,
                 debuginfod: debuginfod_looked,
             });
@@ -248,6 +282,7 @@ impl Plan {
                 exe: target.exe.clone(),
                 binlog: BinlogPlan::find(&r, server),
                 commit: r.resolve(profiles::COMMIT_SPAN).filter(|x| x.out_of_line),
+                ack: AckPlan::find(&r, server),
                 debug_looked_for: r.looked_for,
                 debuginfod: debuginfod_looked,
             });

@@ -510,6 +510,38 @@ pub const FALLBACK_TWO_PHASE: &[&str] = &[
 /// (THD*, bool all).
 pub const COMMIT_SPAN: &[&str] = &["_Z15ha_commit_transP3THDbb", "_Z15ha_commit_transP3THDb"];
 
+/// Where a semi-sync source waits for its replica's acknowledgement, per
+/// wait point. MySQL calls the semisync plugin through the server's
+/// hook delegates, exported by the stock binary and called only while
+/// an observer (the plugin) is installed: `after_sync` once per binlog
+/// group (AFTER_SYNC), `after_commit` once per transaction (AFTER_COMMIT,
+/// and for nothing with AFTER_SYNC). MariaDB's semi-sync is built in:
+/// both wait points end in `commit_trx`, once per transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckProfile {
+    pub at_sync: &'static [&'static str],
+    /// None where `at_sync` serves both wait points.
+    pub at_commit: Option<&'static [&'static str]>,
+}
+
+pub const ACK_MYSQL: AckProfile = AckProfile {
+    at_sync: &["_ZN23Binlog_storage_delegate10after_syncEP3THDPKcy"],
+    at_commit: Some(&["_ZN14Trans_delegate12after_commitEP3THDb"]),
+};
+
+pub const ACK_MARIADB: AckProfile = AckProfile {
+    at_sync: &["_ZN21Repl_semi_sync_master10commit_trxEPKcy"],
+    at_commit: None,
+};
+
+/// The family's [`AckProfile`].
+pub fn ack_profile(flavor: Option<Flavor>) -> AckProfile {
+    match flavor {
+        Some(Flavor::MySql) => ACK_MYSQL,
+        _ => ACK_MARIADB,
+    }
+}
+
 /// A commit-path stage as a family names it: the kernel's slot, the
 /// name the summary and JSON use, and the tick line's short form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -556,6 +588,7 @@ const MYSQL_STAGES: &[StageName] = {
             "binlog group wait (follower)",
             "bl_follower",
         ),
+        st(S::ReplicaAck, "replica ack", "ack"),
     ]
 };
 
@@ -581,6 +614,7 @@ const MARIADB_STAGES: &[StageName] = {
             "binlog group wait (follower)",
             "bl_follower",
         ),
+        st(S::ReplicaAck, "replica ack", "ack"),
     ]
 };
 

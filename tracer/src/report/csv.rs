@@ -61,6 +61,13 @@ fn columns() -> Vec<&'static str> {
     c.extend(crate::binlog::STAGES.iter().map(|s| s.column));
     c.extend(["cp_commits", "cp_mean_us", "cp_p50_us", "cp_p99_us"]);
     c.extend(crate::commit_path::CSV_SHARES.iter().map(|(_, col)| *col));
+    c.extend([
+        "ack_waits",
+        "ack_mean_us",
+        "ack_p50_us",
+        "ack_p99_us",
+        "semi_sync_off",
+    ]);
     c
 }
 
@@ -161,6 +168,16 @@ pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
             c.and_then(|c| c.share_of(slot)).map(|v| format!("{v:.4}")),
         ));
     }
+    let r = t.and_then(|t| t.replication.as_ref());
+    row.push(cell(r.map(|r| r.waits)));
+    for v in [
+        r.and_then(|r| r.mean_us),
+        r.and_then(|r| r.p50_us),
+        r.and_then(|r| r.p99_us),
+    ] {
+        row.push(cell(v.map(|v| format!("{v:.1}"))));
+    }
+    row.push(u8::from(j.semi_sync_off).to_string());
     row
 }
 

@@ -461,6 +461,7 @@ pub fn probe_totals(out: &mut impl Write, l: &Legend, t: &Interval) {
     anatomy_block(out, l, t);
     super::binlog_block::write(out, t.binlog.as_ref());
     super::commit_path_block::write(out, t.commit_path.as_ref());
+    super::replication_block::write_waits(out, t.replication.as_ref());
     io_block(out, t);
 }
 

@@ -189,7 +189,7 @@ impl<W: Write> RunSink for Live<W> {
         };
         let _ = writeln!(
             self.out,
-            "{:<8}  {:>9.1}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}{}{}{}{}",
+            "{:<8}  {:>9.1}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}{}{}{}{}{}",
             clock(at),
             w.tps,
             ms(w.latency.p99_us),
@@ -209,6 +209,11 @@ impl<W: Write> RunSink for Live<W> {
                 (Some(s), _) => format!("  (stalled: no commit for {s:.0} s)"),
                 (None, true) => "  (warmup)".to_string(),
                 (None, false) => String::new(),
+            },
+            if j.semi_sync_off {
+                "  (semi-sync OFF: async)"
+            } else {
+                ""
             }
         );
         let _ = self.out.flush();
@@ -265,6 +270,7 @@ impl<W: Write> RunSink for Live<W> {
                 opt_f(s.commits_per_flush, 2)
             );
         }
+        super::replication_block::write_replica(o, s.replica.as_ref());
         if !s.checks.is_empty() {
             let _ = writeln!(
                 o,

@@ -11,6 +11,7 @@ pub mod human;
 pub mod json;
 pub mod live;
 pub mod records;
+mod replication_block;
 pub mod sweep;
 
 use std::path::Path;

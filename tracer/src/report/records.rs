@@ -147,6 +147,9 @@ pub struct RunSummary {
     pub commits_per_flush: Option<f64>,
     /// The server's own counters beside ours.
     pub checks: Vec<Check>,
+    /// `--replica`: the managed replica at the end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica: Option<crate::server::replica::ReplicaEnd>,
 }
 
 impl RunSummary {
@@ -164,6 +167,7 @@ impl RunSummary {
             trace,
             commits_per_flush,
             checks,
+            replica: None,
         }
     }
 }

@@ -158,6 +158,16 @@ fn server_of_script(dir: &Path) -> Option<ServerId> {
 }
 
 impl ServerBinary {
+    /// The directory holding this installation's plugins (`file` among
+    /// them), where the layouts put it: Debian's `lib/mysql/plugin`, a
+    /// tarball's `lib/plugin`. None: the server's compiled-in default.
+    pub fn plugin_dir(&self, file: &str) -> Option<PathBuf> {
+        ["lib/mysql/plugin", "lib/plugin", "lib64/mysql/plugin"]
+            .iter()
+            .map(|d| self.basedir.join(d))
+            .find(|d| d.join(file).is_file())
+    }
+
     /// How a fresh datadir is made for this server, always by its own
     /// version: a datadir made by another one may not open (10.5 refuses
     /// 10.11's redo log, and 10.11's errmsg.sys). In order: an install

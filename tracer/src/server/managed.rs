@@ -199,6 +199,13 @@ pub struct Managed {
     data: PathBuf,
     tmp: PathBuf,
     child: Option<Child>,
+    /// Start options the run itself needs beyond the common ones (a
+    /// replicated pair's server ids, binlog, GTIDs, semi-sync), kept
+    /// across restarts; the user's `--server-option`s come after them.
+    pub extra_args: Vec<String>,
+    /// Listen on this loopback port too (a replica connects over TCP);
+    /// None: the socket alone (`--skip-networking`).
+    pub listen_port: Option<u16>,
     // Declared last: dropped after the server is stopped.
     dir: WorkDir,
 }
@@ -299,9 +306,40 @@ impl Managed {
             data: dir.join("data"),
             tmp,
             child: None,
+            extra_args: Vec::new(),
+            listen_port: None,
             dir: wd,
             cfg,
         })
+    }
+
+    /// Copies the plugin `files` of the install's `from` dir into its own
+    /// temp dir and returns that dir, for `--plugin-dir`: a server that
+    /// drops to the `mysql` account loads its plugins after it did, and
+    /// an install under a private directory (a cache in root's home) is
+    /// out of its reach there. The libraries they need are the server's
+    /// own, loaded before.
+    pub fn private_plugins(&self, from: &Path, files: &[&str]) -> Result<PathBuf> {
+        let dir = self.dir.path.join("plugin");
+        let err = |path: &Path, source| Error::Workdir {
+            path: path.to_path_buf(),
+            source,
+        };
+        fs::create_dir_all(&dir).map_err(|e| err(&dir, e))?;
+        if let RunAs::System(u) = &self.run_as {
+            u.own(&dir).map_err(|e| err(&dir, e))?;
+        }
+        for f in files {
+            let to = dir.join(f);
+            fs::copy(from.join(f), &to).map_err(|source| Error::Read {
+                path: from.join(f),
+                source,
+            })?;
+            if let RunAs::System(u) = &self.run_as {
+                u.own(&to).map_err(|e| err(&to, e))?;
+            }
+        }
+        Ok(dir)
     }
 
     /// The error log's last line about a full disk, if any.
@@ -417,20 +455,28 @@ impl Managed {
             }
         };
         // Options that shape the datadir (page size, log files) must be
-        // there at creation too.
-        cmd.args(self.cfg.options.iter().map(ServerOption::arg))
-            .env("TMPDIR", &self.tmp)
-            .stdin(if bootstrap_sql.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(log_file.try_clone().map_err(|source| Error::Workdir {
-                path: init_log.clone(),
-                source,
-            })?)
-            .stderr(log_file)
-            .process_group(0);
+        // there at creation too. Semi-sync's come with its plugin, loaded
+        // at start only (MySQL): at init they would be unknown, and they
+        // shape nothing there.
+        cmd.args(
+            self.cfg
+                .options
+                .iter()
+                .filter(|o| !o.variable().starts_with("rpl_semi_sync"))
+                .map(ServerOption::arg),
+        )
+        .env("TMPDIR", &self.tmp)
+        .stdin(if bootstrap_sql.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(log_file.try_clone().map_err(|source| Error::Workdir {
+            path: init_log.clone(),
+            source,
+        })?)
+        .stderr(log_file)
+        .process_group(0);
         let what = cmd.get_program().to_string_lossy().into_owned();
         let child = cmd.spawn().map_err(|e| Error::ServerInit {
             detail: format!("cannot run {what}: {e}"),
@@ -522,9 +568,13 @@ impl Managed {
             ))
             .arg(format!("--log-error={}", self.log.display()))
             .arg(format!("--tmpdir={}", self.tmp.display()))
-            .arg("--skip-networking")
+            .args(match self.listen_port {
+                Some(p) => vec![format!("--port={p}"), "--bind-address=127.0.0.1".into()],
+                None => vec!["--skip-networking".to_string()],
+            })
             .args(family)
             .args(self.cfg.sizing.args())
+            .args(&self.extra_args)
             .args(self.cfg.options.iter().map(ServerOption::arg))
             .stdin(Stdio::null())
             .stdout(Stdio::null())

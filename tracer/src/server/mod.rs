@@ -1,10 +1,12 @@
 //! The server side of a run: the managed throwaway server (find the binary,
 //! init, start, stop), an existing server's pid, and its status counters.
 pub mod commits;
+pub mod delay_proxy;
 pub mod existing;
 pub mod locate;
 pub mod managed;
 pub mod options;
 pub mod process;
+pub mod replica;
 pub mod sizing;
 pub mod status;

@@ -77,6 +77,10 @@ pub enum Ours {
     BinlogGroups,
     /// Commits those groups carried.
     BinlogGroupCommits,
+    /// A semi-sync source's waits for its replica, at the probed hook.
+    AckWaits,
+    /// Their time summed, µs.
+    AckWaitUs,
 }
 
 impl Ours {
@@ -89,6 +93,8 @@ impl Ours {
             Ours::BinlogFsyncs => "binlog fsyncs (kernel)",
             Ours::BinlogGroups => "binlog groups (probes)",
             Ours::BinlogGroupCommits => "their commits (probes)",
+            Ours::AckWaits => "semi-sync waits (probes)",
+            Ours::AckWaitUs => "their µs (probes)",
         }
     }
 }
@@ -105,6 +111,12 @@ pub const PAIRS: &[(&str, Ours)] = &[
     // MariaDB's own count of what its binlog probes count.
     ("Binlog_group_commits", Ours::BinlogGroups),
     ("Binlog_commits", Ours::BinlogGroupCommits),
+    // A semi-sync source's acknowledged transactions (MySQL at
+    // AFTER_SYNC: groups) and the time they waited, µs.
+    ("Rpl_semi_sync_source_yes_tx", Ours::AckWaits),
+    ("Rpl_semi_sync_source_tx_wait_time", Ours::AckWaitUs),
+    ("Rpl_semi_sync_master_yes_tx", Ours::AckWaits),
+    ("Rpl_semi_sync_master_tx_wait_time", Ours::AckWaitUs),
 ];
 
 /// Our side of the comparison, over the same window.
@@ -119,6 +131,9 @@ pub struct OurCounts {
     /// None where the binlog's groups are not probed: no row then.
     pub binlog_groups: Option<u64>,
     pub binlog_group_commits: Option<u64>,
+    /// None where the semi-sync hooks are not probed or never waited.
+    pub ack_waits: Option<u64>,
+    pub ack_wait_us: Option<u64>,
 }
 
 impl OurCounts {
@@ -133,6 +148,8 @@ impl OurCounts {
             Ours::BinlogFsyncs => self.binlog_groups.is_none().then_some(self.binlog_fsyncs),
             Ours::BinlogGroups => self.binlog_groups,
             Ours::BinlogGroupCommits => self.binlog_group_commits,
+            Ours::AckWaits => self.ack_waits,
+            Ours::AckWaitUs => self.ack_wait_us,
         }
     }
 }

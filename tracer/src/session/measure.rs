@@ -65,6 +65,8 @@ impl Stage {
         let mut stall = crate::sample::StallClock::default();
         // `-v`: what the probes cost at this rate, after the first tick.
         let mut cost_said = false;
+        // The source's semi-sync was seen OFF at a tick.
+        let mut seen_off = false;
         // What stopped the run when the server could not write.
         let mut fatal: Option<String> = None;
         // How a server that is not our child ended, if it could be seen.
@@ -110,6 +112,21 @@ impl Stage {
                     }
                     let mut j = Joined::new(w, t);
                     j.stalled_s = stall.tick(&j.workload);
+                    // A semi-sync source that fell back to async: said
+                    // at once and on every tick it lasts.
+                    if let (Some(r), Some(c)) = (self.replica.as_ref(), self.control.as_mut()) {
+                        if r.semi_sync_on(c).await == Some(false) {
+                            j.semi_sync_off = true;
+                            if !seen_off {
+                                seen_off = true;
+                                eprintln!(
+                                    "commitscope: semi-sync fell back to async at {:.1} s ({} OFF): the replica stopped acknowledging (gone, or slower than the source's semi-sync timeout)",
+                                    j.workload.elapsed_s,
+                                    r.dialect.source_status("status")
+                                );
+                            }
+                        }
+                    }
                     sink.tick(SystemTime::now(), &j);
                     // A stall may be the server waiting for disk space
                     // (a binlog write): its process list says so.
@@ -207,6 +224,8 @@ impl Stage {
                             .as_ref()
                             .filter(|b| b.commits > 0)
                             .map(|b| b.commits),
+                        ack_waits: t.replication.as_ref().map(|a| a.waits),
+                        ack_wait_us: t.replication.as_ref().map(|a| a.total_us),
                     },
                 )
             })
@@ -215,6 +234,12 @@ impl Stage {
             p.drain_logs();
         }
         let mut s = RunSummary::new(end, wsum, totals, checks);
+        if let (Some(r), Some(c)) = (self.replica.as_mut(), self.control.as_mut()) {
+            let name = r.not_acknowledged_counter();
+            let grew = |st: &status::Status| st.0.get(&name).copied().unwrap_or(0);
+            let not_acked = grew(&after).saturating_sub(grew(&before));
+            s.replica = Some(r.end(c, seen_off, not_acked).await);
+        }
         if let Some(f) = fatal {
             if let Some(m) = self.managed.as_mut() {
                 m.cannot_write();

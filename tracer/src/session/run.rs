@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 pub fn run(args: crate::cli::RunArgs) -> Result<()> {
     let rt = crate::runtime::runtime()?;
     rt.block_on(async {
+        args.server.check_replica(false)?;
         let stop = Stop::install()?;
         let ph = Phases::new(args.probes.verbose);
         let shape = shape_of([&check_workload(&args.workload)?]);
@@ -39,6 +40,16 @@ pub fn run(args: crate::cli::RunArgs) -> Result<()> {
         stage.close(&ph).await;
         match r? {
             s if s.end.server_failed() => Err(Error::ServerLost { detail: s.ended }),
+            s if s.replica.as_ref().is_some_and(|r| r.fell_back)
+                && !args.server.allow_async_fallback =>
+            {
+                let n = s.replica.as_ref().map_or(0, |r| r.not_acknowledged);
+                Err(Error::AsyncFallback {
+                    detail: format!(
+                        "semi-sync fell back to async during the run ({n} transactions committed without the replica's acknowledgement)"
+                    ),
+                })
+            }
             _ => Ok(()),
         }
     })

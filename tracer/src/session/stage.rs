@@ -15,6 +15,7 @@ use crate::{
         managed::{Managed, ManagedConfig},
         options::ServerOption,
         process,
+        replica::{self, Dialect, Replica},
         sizing::{Shape, Sizing},
     },
 };
@@ -25,6 +26,10 @@ pub struct Stage {
     pub probes: Option<Probes>,
     pub(super) control: Option<mysql_async::Conn>,
     pub managed: Option<Managed>,
+    /// `--replica`: the managed server's replica, stopped after it: a
+    /// semi-sync source whose replica went first would wait out its
+    /// timeout on the commits of its own shutdown.
+    pub replica: Option<Replica>,
     pub conn: ConnArgs,
     pub endpoint: Endpoint,
     pub pid: Option<u32>,
@@ -40,6 +45,9 @@ fn is_root() -> bool {
 
 /// Bad combinations, found before anything starts.
 pub fn check_args(server: &ServerArgs, conn: &ConnArgs) -> Result<()> {
+    // A sweep's list of delays is checked here too; the main command and
+    // study refuse a list before they call this.
+    server.check_replica(true)?;
     if conn.any_given() {
         let managed_only = [
             (server.mysqld.is_some(), "--mysqld"),
@@ -50,6 +58,11 @@ pub fn check_args(server: &ServerArgs, conn: &ConnArgs) -> Result<()> {
             return Err(Error::Usage(format!(
                 "{flag} applies to the managed server, but connection options (--socket/--host/--port/--dsn/--defaults-file) select an existing one: drop one or the other"
             )));
+        }
+        if server.replica.is_some() {
+            return Err(Error::Usage(
+                "--replica starts a replica of the managed server, but connection options (--socket/--host/--port/--dsn/--defaults-file) select an existing one: drop one or the other (an existing semi-sync primary is traced as it is)".into(),
+            ));
         }
     } else if server.pid.is_some() {
         return Err(Error::Usage(
@@ -79,6 +92,7 @@ pub async fn setup(
     ph: &Phases,
 ) -> Result<Stage> {
     check_args(server, conn)?;
+    let replica_plan = server.replica_plan();
     probe_args.commit_path_in(probe_args.tier_or(crate::probes::tier::Tier::Exact))?;
     let opens = u64::from(shape.clients) + 1;
     let sizing = (!conn.any_given()).then(|| Sizing::for_machine(shape, &server.server_options));
@@ -97,6 +111,8 @@ pub async fn setup(
     // The managed binary's attach plan, made before it starts (to reject a
     // binary without probe points early) and used again at attach.
     let mut planned: Option<Plan> = None;
+    // Where a MySQL install keeps its plugins (the semi-sync ones).
+    let mut plugin_dir: Option<std::path::PathBuf> = None;
     let conn = if conn.any_given() {
         conn.clone()
     } else {
@@ -117,6 +133,7 @@ pub async fn setup(
                         tier: probe_args.tier_or(crate::probes::tier::Tier::Exact),
                         io: false,
                         commit_path: false,
+                        semi_sync_wait: None,
                     })?)
                 } else {
                     None
@@ -140,13 +157,27 @@ pub async fn setup(
             "managed server sized to the run: {}",
             sizing.describe()
         ));
-        let m = Managed::new(ManagedConfig {
+        // A replica needs the source's binlog, server id, GTIDs and
+        // semi-sync at start, and a loopback port to connect to.
+        let dialect = Dialect::of(binary.id.flavor);
+        plugin_dir = dialect.source_plugin.and_then(|f| binary.plugin_dir(f));
+        let mut m = Managed::new(ManagedConfig {
             binary,
             options: server.server_options.clone(),
             workdir: server.workdir.clone(),
             keep: server.keep,
             sizing,
         })?;
+        if let Some(plan) = &replica_plan {
+            let own = match (&plugin_dir, dialect.source_plugin) {
+                (Some(d), Some(f)) if plan.mode == replica::Mode::SemiSync => {
+                    Some(m.private_plugins(d, &[f])?.display().to_string())
+                }
+                _ => None,
+            };
+            m.extra_args = dialect.source_args(plan, own.as_deref());
+            m.listen_port = Some(replica::free_port()?);
+        }
         ph.note(format_args!(
             "temp dir {} (server runs as {})",
             m.dir().display(),
@@ -166,6 +197,24 @@ pub async fn setup(
     workload::capacity::Capacity::read(&mut control)
         .await?
         .check(opens)?;
+    let replica = match (&replica_plan, &managed) {
+        (Some(plan), Some(m)) => {
+            let port = m.listen_port.ok_or_else(|| {
+                Error::Runtime("the managed server has no port for its replica".into())
+            })?;
+            let cfg = m.cfg.clone();
+            let r = ph
+                .run(
+                    stop,
+                    "start replica",
+                    Replica::start(cfg, plan.clone(), &mut control, port, plugin_dir.as_deref()),
+                )
+                .await?;
+            ph.note(format_args!("replica {}", r.describe()));
+            Some(r)
+        }
+        _ => None,
+    };
     let version: Option<String> = {
         use mysql_async::prelude::Queryable;
         control.query_first("SELECT VERSION()").await.ok().flatten()
@@ -192,6 +241,10 @@ pub async fn setup(
         probe_args: probe_args.clone(),
         declared: planned.as_ref().and_then(|p| p.server).or(declared),
         plan: planned,
+        semi_sync_wait: replica
+            .as_ref()
+            .filter(|r| r.plan.mode == replica::Mode::SemiSync)
+            .map(|r| r.plan.wait),
     };
     let (probes, legend) = match pid {
         Some(pid) if trace_on => {
@@ -209,7 +262,10 @@ pub async fn setup(
                 None => endpoint.describe(),
             },
             pid.map(|p| format!(", pid {p}")).unwrap_or_default()
-        ),
+        ) + &replica
+            .as_ref()
+            .map(|r| format!("; {}", r.describe()))
+            .unwrap_or_default(),
         legend,
         options: server
             .server_options
@@ -221,6 +277,7 @@ pub async fn setup(
     Ok(Stage {
         probes,
         control: Some(control),
+        replica,
         managed,
         conn,
         endpoint,
@@ -238,6 +295,8 @@ pub(super) struct Attach {
     declared: Option<crate::probes::profiles::ServerId>,
     /// The managed binary's plan, made once before it started.
     plan: Option<Plan>,
+    /// The managed semi-sync pair's wait point (None: not known).
+    semi_sync_wait: Option<replica::WaitPoint>,
 }
 
 impl Attach {
@@ -267,6 +326,7 @@ impl Attach {
             tier: self.probe_args.tier_or(crate::probes::tier::Tier::Exact),
             io: self.probe_args.io,
             commit_path: self.probe_args.commit_path,
+            semi_sync_wait: self.semi_sync_wait,
         };
         let probes = ph
             .run(stop, "attach probes", async {
@@ -315,6 +375,9 @@ impl Stage {
         ph: &Phases,
     ) -> Result<()> {
         drop(self.probes.take());
+        if let (Some(r), Some(c)) = (self.replica.as_mut(), self.control.as_mut()) {
+            r.pause(c).await;
+        }
         if let Some(c) = self.control.take() {
             let _ = c.disconnect().await;
         }
@@ -328,6 +391,11 @@ impl Stage {
         self.pid = m.pid();
         self.header.options = m.cfg.options.iter().map(|o| o.to_string()).collect();
         self.control = Some(ph.run(stop, "connect", connect(&self.endpoint)).await?);
+        // The replica replicates from the new process: measured only
+        // once it is back.
+        if let (Some(r), Some(c)) = (self.replica.as_mut(), self.control.as_mut()) {
+            ph.run(stop, "replica reconnect", r.resume(c)).await?;
+        }
         if let (Some(a), Some(pid)) = (&self.attach, self.pid) {
             let (p, legend) = a.attach(pid, false, stop, ph).await?;
             self.probes = Some(p);
@@ -339,6 +407,9 @@ impl Stage {
     /// Orderly teardown (also what dropping does, minus the timing line).
     pub async fn close(mut self, ph: &Phases) {
         drop(self.probes.take());
+        if let (Some(r), Some(c)) = (self.replica.as_mut(), self.control.as_mut()) {
+            r.pause(c).await;
+        }
         if let Some(c) = self.control.take() {
             let _ = c.disconnect().await;
         }
@@ -347,6 +418,11 @@ impl Stage {
             if let Some(d) = m.stop() {
                 ph.note(format_args!("stop server done in {:.2} s", d.as_secs_f64()));
             }
+        }
+        if let Some(mut r) = self.replica.take() {
+            ph.note("stop replica ...");
+            r.disconnect().await;
+            drop(r);
         }
     }
 }

@@ -56,11 +56,17 @@ impl<'a> Live<'a> {
                 != restart_part(self.current.iter().map(Option::as_ref), &self.change)
     }
 
-    /// Restarts the managed server with all of `cell`'s settings.
+    /// Restarts the managed server with all of `cell`'s server settings
+    /// (the replica's distance is the proxy's, not the server's).
     pub async fn restart_for(&mut self, cell: &Cell, ctx: &Ctx<'_>) -> Result<()> {
-        self.stage
-            .restart(cell.settings.clone(), ctx.stop, ctx.ph)
-            .await?;
+        let options = cell
+            .settings
+            .iter()
+            .zip(&self.change)
+            .filter(|(_, c)| **c != Change::Replica)
+            .map(|(o, _)| o.clone())
+            .collect();
+        self.stage.restart(options, ctx.stop, ctx.ph).await?;
         self.current = cell.settings.iter().cloned().map(Some).collect();
         Ok(())
     }
@@ -71,6 +77,19 @@ impl<'a> Live<'a> {
             self.restart_for(cell, ctx).await?;
         }
         for (ai, o) in cell.settings.iter().enumerate() {
+            if self.change[ai] == Change::Replica && self.current[ai].as_ref() != Some(o) {
+                let ms: f64 = o.value.parse().map_err(|_| {
+                    Error::Usage(format!("--replica-delay-ms {}: not a number", o.value))
+                })?;
+                let r = self
+                    .stage
+                    .replica
+                    .as_mut()
+                    .ok_or_else(|| Error::Usage("--replica-delay-ms needs --replica".into()))?;
+                r.set_delay(Duration::from_secs_f64(ms / 1000.0))?;
+                self.current[ai] = Some(o.clone());
+                continue;
+            }
             if self.change[ai] == Change::Dynamic && self.current[ai].as_ref() != Some(o) {
                 if let Err(msg) = settings::apply(self.stage.control()?, o).await? {
                     return Err(Error::SweepCell {

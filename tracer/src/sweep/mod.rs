@@ -48,7 +48,11 @@ pub fn run(args: SweepArgs) -> Result<()> {
         server_options: if on_users_server {
             Vec::new()
         } else {
-            spec.axes.iter().map(|a| a.option(0)).collect()
+            spec.axes
+                .iter()
+                .filter(|a| a.key != crate::server::replica::DELAY_AXIS)
+                .map(|a| a.option(0))
+                .collect()
         },
         ..args.stage.server.clone()
     };

@@ -14,6 +14,9 @@ pub enum Change {
     /// Read-only at runtime (or not a variable at all): restart the
     /// managed server with it.
     Restart,
+    /// The managed replica's distance (`--replica-delay-ms`): the delay
+    /// proxy's, set between cells; the server never sees it.
+    Replica,
 }
 
 /// One measured run of the sweep.
@@ -129,8 +132,17 @@ pub fn cells(
     axes: &[OptionAxis],
     change: &[Change],
 ) -> Vec<Cell> {
-    let pick = |c: Change| -> Vec<usize> { (0..axes.len()).filter(|&i| change[i] == c).collect() };
-    let (restart, dynamic) = (pick(Change::Restart), pick(Change::Dynamic));
+    let pick = |c: &[Change]| -> Vec<usize> {
+        (0..axes.len())
+            .filter(|&i| c.contains(&change[i]))
+            .collect()
+    };
+    // The replica's distance changes between cells as a dynamic option
+    // does: no restart.
+    let (restart, dynamic) = (
+        pick(&[Change::Restart]),
+        pick(&[Change::Dynamic, Change::Replica]),
+    );
     let lens = |ix: &[usize]| ix.iter().map(|&i| axes[i].values.len()).collect::<Vec<_>>();
     let mut out = Vec::new();
     for &w in warehouses {

@@ -32,6 +32,11 @@ pub async fn classify(conn: &mut Conn, axes: &[OptionAxis]) -> Result<Classified
     let mut originals = Vec::new();
     for a in axes {
         let var = a.option(0).variable();
+        if var == crate::server::replica::DELAY_AXIS {
+            change.push(Change::Replica);
+            originals.push(None);
+            continue;
+        }
         // The text protocol: every value comes back as its string form.
         let current: std::result::Result<Option<Option<String>>, _> =
             conn.query_first(format!("SELECT @@GLOBAL.{var}")).await;

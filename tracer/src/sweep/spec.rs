@@ -33,6 +33,26 @@ impl Spec {
             .iter()
             .map(|o| OptionAxis::from_option(o).map_err(Error::BadServerOption))
             .collect::<Result<Vec<_>>>()?;
+        let mut axes = axes;
+        // The replica's distance sweeps like an option (its cells are
+        // named by it), set on the proxy between cells.
+        let delays = &args.stage.server.replica_delay_ms;
+        if !delays.is_empty() {
+            let mut values: Vec<String> = Vec::new();
+            for d in delays {
+                let v = d.to_string();
+                if values.contains(&v) {
+                    return Err(Error::Usage(format!(
+                        "--replica-delay-ms: {v} is listed twice"
+                    )));
+                }
+                values.push(v);
+            }
+            axes.push(OptionAxis {
+                key: crate::server::replica::DELAY_AXIS.into(),
+                values,
+            });
+        }
         for (i, a) in axes.iter().enumerate() {
             let v = a.option(0).variable();
             if axes[..i].iter().any(|b| b.option(0).variable() == v) {

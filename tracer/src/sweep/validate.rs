@@ -110,6 +110,7 @@ pub async fn ready(
             let by = match c {
                 Change::Dynamic => "SET GLOBAL",
                 Change::Restart => "restart",
+                Change::Replica => "the replica's proxy",
             };
             format!("{} x{} by {by}", plan::short_name(&a.key), a.values.len())
         })
