@@ -130,13 +130,33 @@ fn symbolized_mariadb_waits_for_its_semi_sync_replica_in_the_ack_stage() {
     delay_lands_in_the_ack_stage(&bin);
 }
 
-/// The pid of the managed replica under `wd` (its `--server-id=2`).
-fn replica_pid(wd: &Path) -> Option<u32> {
+/// The pid of the managed server under `wd` started with `--server-id=N`
+/// (1: the source, 2: the replica; commitscope's own command line names
+/// the workdir too).
+fn server_with_id(wd: &Path, id: u32) -> Option<u32> {
+    let flag = format!("--server-id={id}");
     servers_under(wd).into_iter().find(|pid| {
         std::fs::read(format!("/proc/{pid}/cmdline"))
-            .map(|c| String::from_utf8_lossy(&c).contains("--server-id=2"))
+            .map(|c| String::from_utf8_lossy(&c).contains(&flag))
             .unwrap_or(false)
     })
+}
+
+/// Waits (at most 2 min) until both managed servers under `wd` run:
+/// (source, replica).
+fn both_servers(wd: &Path) -> (u32, u32) {
+    let started = Instant::now();
+    loop {
+        if let (Some(s), Some(r)) = (server_with_id(wd, 1), server_with_id(wd, 2)) {
+            return (s, r);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no pair under {}",
+            wd.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// A replica killed mid-run: the source falls back to async after its
@@ -164,8 +184,6 @@ fn killed_replica(mysqld: &Path, timeout_var: &str) {
             cmd.arg("--allow-async-fallback");
         }
         let mut child = cmd.spawn().unwrap();
-        let started = Instant::now();
-        // Once the run ticks (both servers up, the replica connected).
         let mut stdout = child.stdout.take().unwrap();
         let out = std::thread::spawn(move || {
             let mut s = String::new();
@@ -178,18 +196,7 @@ fn killed_replica(mysqld: &Path, timeout_var: &str) {
             let _ = stderr.read_to_string(&mut s);
             s
         });
-        let pid = loop {
-            assert!(
-                started.elapsed() < Duration::from_secs(120),
-                "no replica under {}",
-                wd.path().display()
-            );
-            if let Some(p) = replica_pid(wd.path()).filter(|_| servers_under(wd.path()).len() >= 2)
-            {
-                break p;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        };
+        let (_, pid) = both_servers(wd.path());
         // Into the measured run, then the replica goes.
         std::thread::sleep(Duration::from_secs(4));
         // SAFETY: killing the replica server we found by its command line.
@@ -309,23 +316,7 @@ fn trace_by_pid_sees_any_semi_sync_primary() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    let source = loop {
-        assert!(started.elapsed() < Duration::from_secs(120), "no pair");
-        let replica = replica_pid(wd.path());
-        // The source by its `--server-id=1` (commitscope's own command
-        // line names the workdir too).
-        let source = servers_under(wd.path()).into_iter().find(|p| {
-            replica.is_some()
-                && std::fs::read(format!("/proc/{p}/cmdline"))
-                    .map(|c| String::from_utf8_lossy(&c).contains("--server-id=1"))
-                    .unwrap_or(false)
-        });
-        if let Some(s) = source {
-            break s;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let (source, _) = both_servers(wd.path());
     // The workload is running once the replica is up; give it a second.
     std::thread::sleep(Duration::from_secs(2));
     let tracer = Tracer::start(source, &["--commit-path"]);
