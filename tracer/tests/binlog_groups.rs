@@ -7,10 +7,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
-}
-
 /// The main command on `mysqld` with the binlog on and synced per group.
 fn binlog_run(mysqld: &std::path::Path) -> Value {
     let (s, err, wd) = managed_summary(

@@ -28,14 +28,6 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
-}
-
 /// The main command with `--commit-path`, managed on `mysqld`, 32
 /// clients for 6 s, with `extra`: its summary, after the checks every
 /// run must pass (the bar).
@@ -96,16 +88,6 @@ fn stage_mean(s: &Value, name: &str) -> f64 {
         .map_or(0.0, |x| f(&x["mean_us"]))
 }
 
-fn symbolized() -> Option<std::path::PathBuf> {
-    match testkit::symbols_fixture() {
-        Some(f) => Some(f.join("bin/mariadbd")),
-        None => {
-            testkit::skip("../shared/fixtures/mariadb-10.11.18-symbols is absent");
-            None
-        }
-    }
-}
-
 /// MariaDB 10.11 with symbols, binlog off (its default): the redo flush
 /// as leader (write, fsync) and the followers' wait.
 #[test]
@@ -113,7 +95,9 @@ fn symbolized_mariadb_commits_split_at_the_redo_flush() {
     if needs_root() {
         return;
     }
-    let Some(bin) = symbolized() else { return };
+    let Some(bin) = symbolized_mariadbd() else {
+        return;
+    };
     let _one = one_at_a_time();
     let s = managed(&bin, &[]);
     for want in [
@@ -133,7 +117,9 @@ fn mariadb_binlog_commit_wait_lands_in_the_binlog_group_stage() {
     if needs_root() {
         return;
     }
-    let Some(bin) = symbolized() else { return };
+    let Some(bin) = symbolized_mariadbd() else {
+        return;
+    };
     let _one = one_at_a_time();
     let binlog = [
         "--server-option",
@@ -206,7 +192,9 @@ fn a_sweep_charts_where_the_time_goes_per_cell() {
     if needs_root() {
         return;
     }
-    let Some(bin) = symbolized() else { return };
+    let Some(bin) = symbolized_mariadbd() else {
+        return;
+    };
     let _one = one_at_a_time();
     let wd = workdir();
     let out = tempfile::tempdir().unwrap();

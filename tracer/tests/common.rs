@@ -564,3 +564,34 @@ pub fn until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A JSON number, or the test fails saying what it was.
+pub fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// A JSON count, or the test fails saying what it was.
+pub fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Debian unstable's stock MySQL, fetched when the cache is empty. A
+/// fetch that fails fails the test: the suite needs it.
+pub fn stock_mysqld() -> std::path::PathBuf {
+    let m = testkit::stock::MYSQL;
+    testkit::stock::ensure(m, &mut |l| eprintln!("stock servers: {l}"))
+        .unwrap_or_else(|e| panic!("{}: {e}", m.describe()))
+        .server
+}
+
+/// The symbolized MariaDB 10.11 fixture's server binary; None (the test
+/// skips, saying why) where the fixture is absent.
+pub fn symbolized_mariadbd() -> Option<std::path::PathBuf> {
+    match testkit::symbols_fixture() {
+        Some(f) => Some(f.join("bin/mariadbd")),
+        None => {
+            testkit::skip("../shared/fixtures/mariadb-10.11.18-symbols is absent");
+            None
+        }
+    }
+}

@@ -13,7 +13,6 @@ use std::{sync::Mutex, time::Duration};
 use common::*;
 use exporter_kit::*;
 use serde_json::Value;
-use testkit::stock;
 
 /// One MySQL test at a time: each compares figures (group sizes under a
 /// sync delay, the exporter's counters) that another server's load on
@@ -24,19 +23,11 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The stock MySQL, fetched when the cache is empty. A fetch that fails
-/// fails the test: the suite needs it.
-fn mysqld() -> std::path::PathBuf {
-    stock::ensure(stock::MYSQL, &mut |l| eprintln!("stock servers: {l}"))
-        .unwrap_or_else(|e| panic!("{}: {e}", stock::MYSQL.describe()))
-        .server
-}
-
 /// A stock MySQL the test harness starts, with the update table
 /// `cs_test.tb` (ids 1..=100).
 fn mysql_server() -> testkit::Server {
-    let server =
-        testkit::Server::start_mysql(&mysqld(), &[]).unwrap_or_else(|e| panic!("start MySQL: {e}"));
+    let server = testkit::Server::start_mysql(&stock_mysqld(), &[])
+        .unwrap_or_else(|e| panic!("start MySQL: {e}"));
     server
         .query(
             "CREATE DATABASE cs_test; CREATE TABLE cs_test.tb (id INT PRIMARY KEY, c INT) ENGINE=InnoDB; \
@@ -44,14 +35,6 @@ fn mysql_server() -> testkit::Server {
         )
         .expect("prepare schema");
     server
-}
-
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
 
 /// `a` within `pct` % of `b`.
@@ -64,7 +47,7 @@ fn within(a: u64, b: u64, pct: f64) -> bool {
 fn managed(extra: &[&str]) -> Value {
     let mut args = vec!["--threads", "32", "--duration", "6"];
     args.extend_from_slice(extra);
-    let (s, err, _wd) = managed_summary(&mysqld(), &args);
+    let (s, err, _wd) = managed_summary(&stock_mysqld(), &args);
     let ctx = format!("{extra:?}: {s}\n{err}");
     assert!(
         s["header"]["legend"]["server"]
@@ -190,7 +173,7 @@ fn the_study_on_stock_mysql_takes_its_ratio_from_where_the_group_forms() {
     let out = commitscope()
         .args(["study", "--json", "--duration", "3", "--binlog", "both"])
         .arg("--mysqld")
-        .arg(mysqld())
+        .arg(stock_mysqld())
         .args(["--workdir", wd.path().to_str().unwrap()])
         .output()
         .unwrap();
@@ -287,7 +270,7 @@ fn stock_mysql_runs_tpcc_loaded_with_load_data_and_checked() {
         return;
     }
     let _one = one_at_a_time();
-    let server = testkit::Server::start_mysql(&mysqld(), &["--local-infile=ON"])
+    let server = testkit::Server::start_mysql(&stock_mysqld(), &["--local-infile=ON"])
         .unwrap_or_else(|e| panic!("start MySQL: {e}"));
     let flags = server.client_flags();
     let conn: Vec<&str> = flags.iter().map(String::as_str).collect();
@@ -366,7 +349,7 @@ fn the_exporter_serves_a_stock_mysql_exact_and_light() {
         sample(text, n, ls).unwrap_or_else(|| panic!("no {n} {ls:?}:\n{text}")) as u64
     };
     // Where the commit path's spans go: the window's last probes.
-    let commit_at = ProbePoint::of(&mysqld(), "commit");
+    let commit_at = ProbePoint::of(&stock_mysqld(), "commit");
     for tier in ["exact", "light"] {
         let mut args = vec![
             "--pid",

@@ -8,7 +8,7 @@ mod common;
 
 use std::{
     io::Read,
-    path::{Path, PathBuf},
+    path::Path,
     process::Stdio,
     sync::Mutex,
     time::{Duration, Instant},
@@ -16,7 +16,6 @@ use std::{
 
 use common::*;
 use serde_json::Value;
-use testkit::stock;
 
 /// One pair at a time: each test runs two servers and compares waits a
 /// third server on the same two cores would move.
@@ -24,26 +23,6 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn mysqld() -> PathBuf {
-    stock::ensure(stock::MYSQL, &mut |l| eprintln!("stock servers: {l}"))
-        .unwrap_or_else(|e| panic!("{}: {e}", stock::MYSQL.describe()))
-        .server
-}
-
-fn symbolized() -> Option<PathBuf> {
-    match testkit::symbols_fixture() {
-        Some(f) => Some(f.join("bin/mariadbd")),
-        None => {
-            testkit::skip("../shared/fixtures/mariadb-10.11.18-symbols is absent");
-            None
-        }
-    }
-}
-
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
 /// The `replica ack` stage's mean, µs.
@@ -115,7 +94,7 @@ fn stock_mysql_waits_for_its_semi_sync_replica_in_the_ack_stage() {
         return;
     }
     let _one = one_at_a_time();
-    delay_lands_in_the_ack_stage(&mysqld());
+    delay_lands_in_the_ack_stage(&stock_mysqld());
 }
 
 #[test]
@@ -124,7 +103,7 @@ fn symbolized_mariadb_waits_for_its_semi_sync_replica_in_the_ack_stage() {
         return;
     }
     let _one = one_at_a_time();
-    let Some(bin) = symbolized() else {
+    let Some(bin) = symbolized_mariadbd() else {
         return;
     };
     delay_lands_in_the_ack_stage(&bin);
@@ -223,7 +202,7 @@ fn a_killed_mysql_replica_is_said_and_nothing_is_left() {
         return;
     }
     let _one = one_at_a_time();
-    killed_replica(&mysqld(), "rpl_semi_sync_source_timeout");
+    killed_replica(&stock_mysqld(), "rpl_semi_sync_source_timeout");
 }
 
 #[test]
@@ -232,7 +211,7 @@ fn a_killed_mariadb_replica_is_said_and_nothing_is_left() {
         return;
     }
     let _one = one_at_a_time();
-    let Some(bin) = symbolized() else {
+    let Some(bin) = symbolized_mariadbd() else {
         return;
     };
     killed_replica(&bin, "rpl_semi_sync_master_timeout");
@@ -246,7 +225,7 @@ fn a_replica_that_cannot_connect_is_one_line_and_nothing_is_left() {
         return;
     }
     let _one = one_at_a_time();
-    let Some(bin) = symbolized() else {
+    let Some(bin) = symbolized_mariadbd() else {
         return;
     };
     let wd = workdir();
@@ -303,7 +282,7 @@ fn trace_by_pid_sees_any_semi_sync_primary() {
         return;
     }
     let _one = one_at_a_time();
-    let Some(bin) = symbolized() else {
+    let Some(bin) = symbolized_mariadbd() else {
         return;
     };
     let wd = workdir();
@@ -346,7 +325,7 @@ fn a_sweep_over_the_replicas_distance() {
         return;
     }
     let _one = one_at_a_time();
-    let Some(bin) = symbolized() else {
+    let Some(bin) = symbolized_mariadbd() else {
         return;
     };
     let wd = workdir();
