@@ -683,6 +683,10 @@ pub struct Joined {
     /// tick (it fell back to async).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub semi_sync_off: bool,
+    /// `--replica semi-sync`: what the source's own semi-sync counters
+    /// moved over this tick, beside `trace.replication`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_acks: Option<crate::server::status::ServerAcks>,
 }
 
 /// Seconds without a commit after which a tick is marked stalled.
@@ -715,6 +719,7 @@ impl Joined {
             commits_per_flush,
             stalled_s: None,
             semi_sync_off: false,
+            server_acks: None,
         }
     }
 }

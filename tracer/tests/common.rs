@@ -210,6 +210,15 @@ pub fn summary(lines: &[Value]) -> &Value {
     s
 }
 
+/// The cells a sweep wrote to `dir/cells.jsonl` so far (none: empty).
+pub fn sweep_cells(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("cells.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
 /// Sum of a field over the interval lines.
 pub fn interval_sum(lines: &[Value], field: &str) -> u64 {
     lines

@@ -5,6 +5,7 @@
 //! can fail is held: the server's own semi-sync counters against ours,
 //! a delay landing in the ack stage, the fallback said and nothing left.
 mod common;
+mod exporter_kit;
 
 use std::{
     io::Read,
@@ -23,6 +24,27 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `t` on Debian unstable's stock MySQL, one pair at a time
+/// (without root: skipped, with the reason said).
+fn on_stock_mysql(t: impl FnOnce(&Path)) {
+    if needs_root() {
+        return;
+    }
+    let _one = one_at_a_time();
+    t(&stock_mysqld());
+}
+
+/// Runs `t` on the symbolized MariaDB 10.11 fixture, one pair at a time.
+fn on_symbolized_mariadb(t: impl FnOnce(&Path)) {
+    if needs_root() {
+        return;
+    }
+    let _one = one_at_a_time();
+    if let Some(bin) = symbolized_mariadbd() {
+        t(&bin);
+    }
 }
 
 /// The `replica ack` stage's mean, µs.
@@ -53,9 +75,26 @@ fn semi_sync_run(mysqld: &Path, extra: &[&str]) -> Value {
         "6",
     ];
     args.extend_from_slice(extra);
+    let csv_dir = tempfile::tempdir().unwrap();
+    let csv = csv_dir.path().join("ticks.csv");
+    args.extend(["--csv", csv.to_str().unwrap()]);
     let (s, err, wd) = managed_summary(mysqld, &args);
     let ctx = format!("{extra:?}: {s}\n{err}");
     ack_mean(&s);
+    // Tick by tick in --csv, the server's count beside ours: summed over
+    // the run, within 5 % of each other.
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut rows = text.lines().map(|l| l.split(',').collect::<Vec<_>>());
+    let head = rows.next().unwrap();
+    let col = |name: &str| head.iter().position(|c| *c == name).unwrap();
+    let (ours, server) = (col("ack_waits"), col("server_ack_waits"));
+    let (mut a, mut b) = (0.0, 0.0);
+    for r in rows {
+        a += r[ours].parse::<f64>().unwrap_or(0.0);
+        b += r[server].parse::<f64>().unwrap_or(0.0);
+    }
+    assert!(b > 0.0, "no server_ack_waits: {text}");
+    assert!((a - b).abs() / b <= 0.05, "ack_waits {a} vs {b}: {text}");
     let checks = s["checks"].as_array().unwrap();
     for what in ["yes_tx", "tx_wait_time"] {
         let c = checks
@@ -90,23 +129,12 @@ fn delay_lands_in_the_ack_stage(mysqld: &Path) {
 
 #[test]
 fn stock_mysql_waits_for_its_semi_sync_replica_in_the_ack_stage() {
-    if needs_root() {
-        return;
-    }
-    let _one = one_at_a_time();
-    delay_lands_in_the_ack_stage(&stock_mysqld());
+    on_stock_mysql(delay_lands_in_the_ack_stage);
 }
 
 #[test]
 fn symbolized_mariadb_waits_for_its_semi_sync_replica_in_the_ack_stage() {
-    if needs_root() {
-        return;
-    }
-    let _one = one_at_a_time();
-    let Some(bin) = symbolized_mariadbd() else {
-        return;
-    };
-    delay_lands_in_the_ack_stage(&bin);
+    on_symbolized_mariadb(delay_lands_in_the_ack_stage);
 }
 
 /// The pid of the managed server under `wd` started with `--server-id=N`
@@ -198,40 +226,21 @@ fn killed_replica(mysqld: &Path, timeout_var: &str) {
 
 #[test]
 fn a_killed_mysql_replica_is_said_and_nothing_is_left() {
-    if needs_root() {
-        return;
-    }
-    let _one = one_at_a_time();
-    killed_replica(&stock_mysqld(), "rpl_semi_sync_source_timeout");
+    on_stock_mysql(|m| killed_replica(m, "rpl_semi_sync_source_timeout"));
 }
 
 #[test]
 fn a_killed_mariadb_replica_is_said_and_nothing_is_left() {
-    if needs_root() {
-        return;
-    }
-    let _one = one_at_a_time();
-    let Some(bin) = symbolized_mariadbd() else {
-        return;
-    };
-    killed_replica(&bin, "rpl_semi_sync_master_timeout");
+    on_symbolized_mariadb(|m| killed_replica(m, "rpl_semi_sync_master_timeout"));
 }
 
 /// A replica that cannot connect (here: the source takes no TCP) gets
 /// one line with the replica's own error, exit 2, nothing left.
-#[test]
-fn a_replica_that_cannot_connect_is_one_line_and_nothing_is_left() {
-    if needs_root() {
-        return;
-    }
-    let _one = one_at_a_time();
-    let Some(bin) = symbolized_mariadbd() else {
-        return;
-    };
+fn cannot_connect(mysqld: &Path) {
     let wd = workdir();
     let out = commitscope()
         .arg("--mysqld")
-        .arg(&bin)
+        .arg(mysqld)
         .args(["--replica", "async", "--threads", "2", "--duration", "2"])
         .args(["--server-option", "skip_networking=ON"])
         .args(["--workdir", wd.path().to_str().unwrap()])
@@ -245,6 +254,159 @@ fn a_replica_that_cannot_connect_is_one_line_and_nothing_is_left() {
         "{line}"
     );
     assert_clean(wd.path());
+}
+
+#[test]
+fn a_mariadb_replica_that_cannot_connect_is_one_line_and_nothing_is_left() {
+    on_symbolized_mariadb(cannot_connect);
+}
+
+#[test]
+fn a_mysql_replica_that_cannot_connect_is_one_line_and_nothing_is_left() {
+    on_stock_mysql(cannot_connect);
+}
+
+/// `--semi-sync-wait after-commit`: the source waits after the engine
+/// commit, timed at MySQL's `after_commit` hook (one wait per
+/// transaction) and MariaDB's `commit_trx`; the server's counters agree
+/// and the wait is still the `replica ack` stage.
+fn after_commit(mysqld: &Path, hook: &str) {
+    let s = semi_sync_run(mysqld, &["--semi-sync-wait", "after-commit"]);
+    let r = &s["trace"]["replication"];
+    assert_eq!(r["hook"], hook, "{s}");
+    assert_eq!(s["replica"]["wait_point"], "after-commit", "{s}");
+    assert!(ack_mean(&s) > 0.0, "{s}");
+}
+
+#[test]
+fn stock_mysql_waits_after_commit_at_its_after_commit_hook() {
+    on_stock_mysql(|m| after_commit(m, "after_commit"));
+}
+
+#[test]
+fn symbolized_mariadb_waits_after_commit_in_commit_trx() {
+    on_symbolized_mariadb(|m| after_commit(m, "commit_trx"));
+}
+
+/// `study --replica semi-sync` on the study's own server: each of the four
+/// scenarios runs against the pair, with the replica's line and the
+/// semi-sync checks in its summary, and the study's table at the end.
+#[test]
+fn the_study_runs_against_a_semi_sync_pair() {
+    if needs_root() {
+        return;
+    }
+    let _one = one_at_a_time();
+    let wd = workdir();
+    let out = commitscope()
+        .args(["study", "--json", "--duration", "2", "--warmup", "1"])
+        .args(["--replica", "semi-sync", "--mysqld"])
+        .arg(stock_mysqld())
+        .args(["--workdir", wd.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines = json_lines(&text);
+    let summaries: Vec<&Value> = lines.iter().filter(|v| v["type"] == "summary").collect();
+    assert_eq!(summaries.len(), 4, "{text}\n{err}");
+    for s in summaries {
+        let r = &s["replica"];
+        assert_eq!(r["semi_sync"], "ON", "{s}");
+        assert_eq!(r["fell_back"], false, "{s}");
+        let checks = s["checks"].as_array().unwrap();
+        let yes = checks
+            .iter()
+            .find(|c| c["counter"] == "Rpl_semi_sync_source_yes_tx")
+            .unwrap_or_else(|| panic!("no yes_tx check: {s}"));
+        assert!(yes["server"].as_u64().unwrap() > 0, "{s}");
+        assert!(f(&yes["diff_pct"]).abs() <= 5.0, "{s}");
+    }
+    let study = lines.iter().find(|v| v["type"] == "study").unwrap();
+    assert_eq!(study["rows"].as_array().unwrap().len(), 4, "{study}");
+    assert_clean(wd.path());
+}
+
+/// The exporter's exact window on a semi-sync source it did not start:
+/// the probes' waits and the server's own count over the same window
+/// (read on the light tier's login), within 5 % of each other.
+fn exporter_window(mysqld: &Path, counter: &str) {
+    use exporter_kit::{http_request, promtool_check, sample, Exporter};
+    let wd = workdir();
+    let mut pair = commitscope()
+        .arg("--mysqld")
+        .arg(mysqld)
+        .args(["--replica", "semi-sync", "--no-trace", "--threads", "8"])
+        .args(["--duration", "60", "--workdir", wd.path().to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (source, _) = both_servers(wd.path());
+    let pid = source.to_string();
+    let mut e = Exporter::start(&["--pid", &pid, "--window", "3", "--window-every", "0"]);
+    e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
+    // The workload runs once the replica is up.
+    std::thread::sleep(Duration::from_secs(2));
+    let (a, _) = http_request(e.port, "POST", "/window", "*/*", None);
+    assert!(a.contains("202"), "{a}");
+    let asked = Instant::now();
+    let scrape = loop {
+        let m = e.metrics();
+        if m.contains("commitscope_window_replica_ack_server_waits{") {
+            break m;
+        }
+        assert!(
+            asked.elapsed() < Duration::from_secs(20),
+            "no window with the server's acks: {m}\n{:#?}",
+            rest_of(&e.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // SAFETY: interrupting our own child, as a user's Ctrl-C would.
+    unsafe { libc::kill(pair.id() as i32, libc::SIGINT) };
+    let _ = pair.wait();
+    let (code, said) = e.stop(libc::SIGTERM);
+    assert_eq!(code, Some(0), "{said:#?}");
+    promtool_check(&scrape);
+    let get = |n: &str, l: &[&str]| {
+        sample(&scrape, n, l).unwrap_or_else(|| panic!("no {n} {l:?}: {scrape}"))
+    };
+    let label = format!("counter=\"{counter}\"");
+    let server = get("commitscope_window_replica_ack_server_waits", &[&label]);
+    let ours = get("commitscope_window_replica_ack_waits", &[]);
+    assert!(server > 100.0, "{server}: {scrape}");
+    let d = (ours - server) / server * 100.0;
+    assert!(
+        d.abs() <= 5.0,
+        "waits {ours} vs {server} ({d:+.2} %): {scrape}"
+    );
+    let time_label = format!("counter=\"{}\"", counter.replace("yes_tx", "tx_wait_time"));
+    let server_s = get(
+        "commitscope_window_replica_ack_server_time_seconds",
+        &[&time_label],
+    );
+    let ours_s = get(
+        "commitscope_window_replica_ack_time_seconds",
+        &["stat=\"sum\""],
+    );
+    let d = (ours_s - server_s) / server_s * 100.0;
+    assert!(
+        d.abs() <= 5.0,
+        "time {ours_s} vs {server_s} ({d:+.2} %): {scrape}"
+    );
+    assert_clean(wd.path());
+}
+
+#[test]
+fn the_exporter_sets_stock_mysqls_own_ack_count_beside_its_window() {
+    on_stock_mysql(|m| exporter_window(m, "Rpl_semi_sync_source_yes_tx"));
+}
+
+#[test]
+fn the_exporter_sets_mariadbs_own_ack_count_beside_its_window() {
+    on_symbolized_mariadb(|m| exporter_window(m, "Rpl_semi_sync_master_yes_tx"));
 }
 
 /// Bad combinations, refused in one line before anything starts.
@@ -347,11 +509,7 @@ fn a_sweep_over_the_replicas_distance() {
         err.contains("0 restarts"),
         "no restart between cells: {err}"
     );
-    let cells: Vec<Value> = std::fs::read_to_string(out.path().join("cells.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let cells = sweep_cells(out.path());
     assert_eq!(cells.len(), 2, "{cells:?}");
     let ack = |c: &Value| ack_mean(&c["run"]);
     let text = format!("{cells:?}");
@@ -362,5 +520,51 @@ fn a_sweep_over_the_replicas_distance() {
         ack(&cells[0]),
         ack(&cells[1])
     );
+    assert_clean(wd.path());
+}
+
+/// A sweep over a restart option on a MySQL pair: the source restarts
+/// between cells with its replica paused and resumed, and each cell is
+/// still acknowledged. (Found a fault: the source's restart check took
+/// the killed dump thread's "error reading communication packets" for an
+/// option the server adjusted.)
+#[test]
+fn a_sweep_restarts_a_mysql_source_with_its_replica() {
+    if needs_root() {
+        return;
+    }
+    let _one = one_at_a_time();
+    let wd = workdir();
+    let out = tempfile::tempdir().unwrap();
+    let o = commitscope()
+        .arg("sweep")
+        .arg("--mysqld")
+        .arg(stock_mysqld())
+        .args(["--replica", "semi-sync"])
+        .args(["--server-option", "innodb_flush_method=fsync,O_DIRECT"])
+        .args(["--threads", "8", "--duration", "2", "--warmup", "1"])
+        .args(["--workdir", wd.path().to_str().unwrap()])
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("1 restarts"), "{err}");
+    let cells = sweep_cells(out.path());
+    assert_eq!(cells.len(), 2, "{cells:?}");
+    for c in &cells {
+        let r = &c["run"];
+        assert_eq!(r["replica"]["semi_sync"], "ON", "{c}");
+        assert_eq!(r["replica"]["fell_back"], false, "{c}");
+        let yes = r["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["counter"] == "Rpl_semi_sync_source_yes_tx")
+            .unwrap_or_else(|| panic!("no yes_tx check: {c}"));
+        assert!(yes["server"].as_u64().unwrap() > 0, "{c}");
+        assert!(f(&yes["diff_pct"]).abs() <= 5.0, "{c}");
+    }
     assert_clean(wd.path());
 }

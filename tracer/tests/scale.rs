@@ -134,11 +134,7 @@ fn insert_sweep_runs_each_cell_until_its_rows_are_in() {
             ])
             .args(srv.client_flags()),
     );
-    let cells: Vec<Value> = std::fs::read_to_string(dir.join("cells.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let cells = sweep_cells(&dir);
     assert_eq!(cells.len(), 2, "{table}");
     for c in &cells {
         assert_eq!(c["rows"], 2000, "{c}");

@@ -19,14 +19,6 @@ const CHART: (u32, u32) = (1024, 640);
 /// Palette99's first colour: the first series' line.
 const FIRST_SERIES: [u8; 3] = [230, 25, 75];
 
-fn cells(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("cells.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
-}
-
 fn cell<'a>(all: &'a [Value], key: &str) -> &'a Value {
     all.iter()
         .find(|c| c["key"] == key)
@@ -129,7 +121,7 @@ fn sweep_sets_dynamic_options_restarts_for_others_and_charts_them() {
         err.contains("cell 8/8  threads=4 trx_commit=2 log_bin=ON"),
         "{err}"
     );
-    let all = cells(out.path());
+    let all = sweep_cells(out.path());
     assert_eq!(all.len(), 8, "{all:?}");
     for t in [1, 4] {
         for bin in ["OFF", "ON"] {
@@ -251,7 +243,7 @@ fn ctrl_c_keeps_finished_cells_and_resume_runs_the_rest() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(90);
-    while cells(out.path()).is_empty() {
+    while sweep_cells(out.path()).is_empty() {
         assert!(Instant::now() < deadline, "no cell finished in 90 s");
         assert!(child.try_wait().unwrap().is_none(), "sweep ended early");
         std::thread::sleep(Duration::from_millis(100));
@@ -264,7 +256,7 @@ fn ctrl_c_keeps_finished_cells_and_resume_runs_the_rest() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(130), "{err}");
     assert!(err.contains("with --resume runs the rest"), "{err}");
-    let kept = cells(out.path());
+    let kept = sweep_cells(out.path());
     assert!((1..=2).contains(&kept.len()), "{kept:?}");
     // The unfinished cell left no interval file.
     assert_eq!(
@@ -290,7 +282,7 @@ fn ctrl_c_keeps_finished_cells_and_resume_runs_the_rest() {
     assert!(err.contains(&want), "{err}");
     let after = std::fs::read_to_string(out.path().join("cells.jsonl")).unwrap();
     assert!(after.starts_with(&before), "earlier cells changed");
-    let keys: Vec<String> = cells(out.path())
+    let keys: Vec<String> = sweep_cells(out.path())
         .iter()
         .map(|c| c["key"].as_str().unwrap().to_string())
         .collect();
@@ -395,7 +387,7 @@ fn tpcc_sweep_loads_once_across_restarts_and_reports_tpmc() {
         table.contains("each cell: tpmC (commits per redo flush)"),
         "{table}"
     );
-    let all = cells(out.path());
+    let all = sweep_cells(out.path());
     assert_eq!(all.len(), 4);
     for c in &all {
         assert!(c["tpmc"].as_f64().unwrap() > 100.0, "{c}");
@@ -539,7 +531,7 @@ fn existing_server_gets_its_settings_back() {
         table.contains("| threads | trx_commit=1 | trx_commit=0 |"),
         "{table}"
     );
-    let all = cells(out.path());
+    let all = sweep_cells(out.path());
     let durable = cell(
         &all,
         "threads=2 innodb_flush_log_at_trx_commit=1 sync_binlog=1",

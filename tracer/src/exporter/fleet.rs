@@ -22,6 +22,7 @@ use crate::{
     server::{
         commits::{self, CommitCounter, Running},
         process,
+        status::ServerAcks,
     },
 };
 
@@ -38,6 +39,8 @@ pub struct Attached {
     commit_sum: Running,
     /// The open exact window: when it began, and the maps then.
     window: Option<(SystemTime, Snapshot)>,
+    /// The server's own semi-sync counters as the window opened.
+    window_acks: Option<ServerAcks>,
 }
 
 impl Attached {
@@ -52,6 +55,7 @@ impl Attached {
             commits,
             commit_sum: Running::default(),
             window: None,
+            window_acks: None,
         }
     }
 
@@ -250,18 +254,45 @@ impl Fleet {
         opened
     }
 
+    /// Keeps each open window's server counters at its start (`acks`:
+    /// read just after the windows opened, by server name).
+    pub fn set_window_acks(&mut self, acks: &BTreeMap<String, (u32, ServerAcks)>) {
+        for (name, (pid, now)) in acks {
+            if let Some(a) = self.attached_as(name, *pid).filter(|a| a.window.is_some()) {
+                a.window_acks = Some(*now);
+            }
+        }
+    }
+
+    /// The attachment of `name` if it is still to process `pid`.
+    fn attached_as(&mut self, name: &str, pid: u32) -> Option<&mut Attached> {
+        self.servers
+            .get_mut(name)?
+            .attached
+            .as_mut()
+            .filter(|a| a.pid == pid)
+    }
+
     /// Ends every open window: reads the maps, takes the window's probes
-    /// off, and keeps the figures as the server's last window. The probes
-    /// are returned to be dropped off the lock.
-    pub fn close_windows(&mut self) -> Vec<WindowLinks> {
+    /// off, and keeps the figures as the server's last window (with the
+    /// server's own semi-sync counts over it, from `acks`: read just
+    /// before). The probes are returned to be dropped off the lock.
+    pub fn close_windows(
+        &mut self,
+        acks: &BTreeMap<String, (u32, ServerAcks)>,
+    ) -> Vec<WindowLinks> {
         let mut out = Vec::new();
-        for s in self.servers.values_mut() {
+        for (name, s) in self.servers.iter_mut() {
             let Some(a) = s.attached.as_mut() else {
                 continue;
             };
             let Some((start, base)) = a.window.take() else {
                 continue;
             };
+            let server_acks = a.window_acks.take().and_then(|was| {
+                let (_, now) = acks.get(name).filter(|(pid, _)| *pid == a.pid)?;
+                Some(now.since(&was))
+            });
             let end = a.probes.read();
             let end_at = SystemTime::now();
             out.push(a.probes.close_window());
@@ -290,6 +321,7 @@ impl Fleet {
                         totals,
                         commit_path,
                         replication,
+                        server_acks,
                     });
                 }
                 Err(e) => eprintln!("commitscope: the exact window on {} is lost: {e}", s.name),
@@ -327,11 +359,11 @@ pub struct AttachOptions {
     pub commit_path: bool,
 }
 
-/// Reads the commit counter of every light server that has a login. The
-/// logins are taken out of the fleet for the queries, so a slow server
-/// never holds a scrape.
-pub fn read_commits(fleet: &Mutex<Fleet>, rt: &tokio::runtime::Runtime) {
-    let taken: Vec<(String, u32, CommitCounter)> = match fleet.lock() {
+/// The light servers' logins, taken out of the fleet so that their
+/// queries run off its lock (a slow server never holds a scrape):
+/// (server name, pid, login).
+fn take_logins(fleet: &Mutex<Fleet>) -> Vec<(String, u32, CommitCounter)> {
+    match fleet.lock() {
         Ok(mut f) => f
             .servers
             .iter_mut()
@@ -340,9 +372,13 @@ pub fn read_commits(fleet: &Mutex<Fleet>, rt: &tokio::runtime::Runtime) {
                 Some((name.clone(), a.pid, a.commits.take()?))
             })
             .collect(),
-        Err(_) => return,
-    };
-    let read: Vec<_> = taken
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Reads the commit counter of every light server that has a login.
+pub fn read_commits(fleet: &Mutex<Fleet>, rt: &tokio::runtime::Runtime) {
+    let read: Vec<_> = take_logins(fleet)
         .into_iter()
         .map(|(name, pid, mut c)| {
             let n = rt.block_on(c.read());
@@ -372,6 +408,40 @@ pub fn read_commits(fleet: &Mutex<Fleet>, rt: &tokio::runtime::Runtime) {
             }
         }
     }
+}
+
+/// The semi-sync counters of every light server with a login that is a
+/// semi-sync source, by server name, with the pid they were read from.
+/// A failed read is said and leaves the login to the commit counter's
+/// next read (which drops it if the server is gone).
+pub fn read_server_acks(
+    fleet: &Mutex<Fleet>,
+    rt: &tokio::runtime::Runtime,
+) -> BTreeMap<String, (u32, ServerAcks)> {
+    let read: Vec<_> = take_logins(fleet)
+        .into_iter()
+        .map(|(name, pid, mut c)| {
+            let r = rt.block_on(c.semi_sync());
+            (name, pid, c, r)
+        })
+        .collect();
+    let mut out = BTreeMap::new();
+    let Ok(mut f) = fleet.lock() else {
+        return out;
+    };
+    for (name, pid, c, r) in read {
+        if let Some(a) = f.attached_as(&name, pid) {
+            a.commits = Some(c);
+        }
+        match r {
+            Ok(Some(acks)) => {
+                out.insert(name, (pid, acks));
+            }
+            Ok(None) => {}
+            Err(e) => eprintln!("commitscope: the semi-sync counters of {name} not read: {e}"),
+        }
+    }
+    out
 }
 
 /// Resolves and attaches the probes for `pid` (slow: reads the binary's

@@ -610,6 +610,36 @@ fn window_replication(
                 Some((with(&labels(v), "stat", k), ConstGauge::new(us? / 1e6)))
             })
         }),
+    )?;
+    // The server's own count over the same window, under its counter's
+    // name: the check beside ours.
+    let srv: Vec<(&ServerView, &crate::server::status::ServerAcks)> = w
+        .iter()
+        .filter_map(|(v, f)| Some((*v, f.server_acks.as_ref()?)))
+        .collect();
+    family(
+        enc,
+        "commitscope_window_replica_ack_server_waits",
+        "The server's own count of its acknowledged waits over the last exact window (Rpl_semi_sync_source_yes_tx, MariaDB Rpl_semi_sync_master_yes_tx), beside commitscope_window_replica_ack_waits",
+        None,
+        srv.iter().map(|(v, a)| {
+            (
+                with(&labels(v), "counter", a.waits_counter),
+                ConstGauge::new(a.waits as i64),
+            )
+        }),
+    )?;
+    family(
+        enc,
+        "commitscope_window_replica_ack_server_time",
+        "The server's own sum of those waits over the last exact window (Rpl_semi_sync_*_tx_wait_time), beside commitscope_window_replica_ack_time_seconds{stat=\"sum\"}",
+        Some(&Unit::Seconds),
+        srv.iter().map(|(v, a)| {
+            (
+                with(&labels(v), "counter", a.time_counter),
+                ConstGauge::new(a.wait_us as f64 / 1e6),
+            )
+        }),
     )
 }
 

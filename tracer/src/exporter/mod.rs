@@ -147,7 +147,7 @@ fn discovery(fleet: Arc<Mutex<Fleet>>, mut w: Worker) {
             last_commits = Instant::now();
             fleet::read_commits(&fleet, &rt);
         }
-        w.schedule.step(&fleet, &w.asks);
+        w.schedule.step(&fleet, &w.asks, &rt);
         std::thread::sleep(w.schedule.sleep_at_most(FD_POLL));
     }
 }

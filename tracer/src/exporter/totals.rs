@@ -168,6 +168,10 @@ pub struct Figures {
     pub commit_path: Option<crate::commit_path::CommitPath>,
     /// A semi-sync source's waits for its replica inside the window.
     pub replication: Option<crate::replication::AckWaits>,
+    /// The server's own count of them and their time over the window
+    /// (`Rpl_semi_sync_*_yes_tx`, `_tx_wait_time`), read on the light
+    /// tier's login: the check beside ours.
+    pub server_acks: Option<crate::server::status::ServerAcks>,
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use super::fleet::Fleet;
+use super::fleet::{self, Fleet};
 
 /// A request for a window now, shared by the signal handler, the HTTP
 /// side and the schedule. One lock over both fields: an ask is refused
@@ -102,14 +102,18 @@ impl Schedule {
     }
 
     /// Opens or closes the window when due. Closing returns the window's
-    /// probes to be dropped off the fleet's lock (detaching is slow).
-    pub fn step(&mut self, fleet: &Mutex<Fleet>, asks: &Asks) {
+    /// probes to be dropped off the fleet's lock (detaching is slow). The
+    /// servers' own semi-sync counters are read on their logins (on
+    /// `rt`) just inside the window's ends, after the probes are in and
+    /// before they go: the server's window lies within the probes'.
+    pub fn step(&mut self, fleet: &Mutex<Fleet>, asks: &Asks, rt: &tokio::runtime::Runtime) {
         let now = Instant::now();
         match self.closes_at {
             Some(end) if now >= end => {
+                let acks = fleet::read_server_acks(fleet, rt);
                 let links = fleet
                     .lock()
-                    .map(|mut f| f.close_windows())
+                    .map(|mut f| f.close_windows(&acks))
                     .unwrap_or_default();
                 self.closes_at = None;
                 asks.set_closed();
@@ -125,6 +129,10 @@ impl Schedule {
                     let opened = fleet.lock().map(|mut f| f.open_windows()).unwrap_or(0);
                     if opened > 0 {
                         self.closes_at = Some(Instant::now() + self.length);
+                        let acks = fleet::read_server_acks(fleet, rt);
+                        if let Ok(mut f) = fleet.lock() {
+                            f.set_window_acks(&acks);
+                        }
                     } else {
                         asks.set_closed();
                         if asked {

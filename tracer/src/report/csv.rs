@@ -66,6 +66,9 @@ fn columns() -> Vec<&'static str> {
         "ack_mean_us",
         "ack_p50_us",
         "ack_p99_us",
+        "ack_total_us",
+        "server_ack_waits",
+        "server_ack_wait_us",
         "semi_sync_off",
     ]);
     c
@@ -177,6 +180,9 @@ pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
     ] {
         row.push(cell(v.map(|v| format!("{v:.1}"))));
     }
+    row.push(cell(r.map(|r| r.total_us)));
+    row.push(cell(j.server_acks.map(|a| a.waits)));
+    row.push(cell(j.server_acks.map(|a| a.wait_us)));
     row.push(u8::from(j.semi_sync_off).to_string());
     row
 }

@@ -90,6 +90,15 @@ impl CommitCounter {
     pub async fn read(&mut self) -> Result<u64, String> {
         read_on(&mut self.conn).await
     }
+
+    /// The server's semi-sync counters now, on the same login (None:
+    /// not a semi-sync source).
+    pub async fn semi_sync(&mut self) -> Result<Option<super::status::ServerAcks>, String> {
+        tokio::time::timeout(READ_LIMIT, super::status::semi_sync(&mut self.conn))
+            .await
+            .map_err(|_| format!("SHOW GLOBAL STATUS took over {} ms", READ_LIMIT.as_millis()))?
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// The counter now, on a connection of the caller's (the main command's

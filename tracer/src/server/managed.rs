@@ -206,6 +206,9 @@ pub struct Managed {
     /// Listen on this loopback port too (a replica connects over TCP);
     /// None: the socket alone (`--skip-networking`).
     pub listen_port: Option<u16>,
+    /// Where the error log stood when the server last started: its
+    /// startup lines begin there.
+    started_at: u64,
     // Declared last: dropped after the server is stopped.
     dir: WorkDir,
 }
@@ -308,6 +311,7 @@ impl Managed {
             child: None,
             extra_args: Vec::new(),
             listen_port: None,
+            started_at: 0,
             dir: wd,
             cfg,
         })
@@ -582,6 +586,7 @@ impl Managed {
             // Its own group: a terminal's Ctrl-C reaches commitscope only,
             // which then detaches the probes before stopping the server.
             .process_group(0);
+        self.started_at = self.log_len();
         let child = cmd.spawn().map_err(|e| Error::ServerStart {
             detail: format!("cannot run {}: {e}", b.path.display()),
         })?;
@@ -651,13 +656,19 @@ impl Managed {
         fs::metadata(&self.log).map_or(0, |m| m.len())
     }
 
-    /// The server's complaints about its options since `from` (a
-    /// [`Managed::log_len`]): an out-of-range value is not fatal at
-    /// startup, it is "adjusted" with a warning.
+    /// The server's complaints about its options at its last start since
+    /// `from` (a [`Managed::log_len`]): an out-of-range value is not fatal
+    /// at startup, it is "adjusted" with a warning. Only the start's own
+    /// lines, up to "ready for connections": what happened around it (a
+    /// replica's dump thread killed before a restart, MySQL's "error
+    /// reading communication packets") is not about its options.
     pub fn option_warnings_since(&self, from: u64) -> Vec<String> {
         let text = read_log(&self.log);
-        let new = text.get(from as usize..).unwrap_or("");
+        let new = text.get(from.max(self.started_at) as usize..).unwrap_or("");
         new.lines()
+            // The server's own line, not MySQL's earlier "X Plugin ready
+            // for connections".
+            .take_while(|l| !l.contains(": ready for connections"))
             .filter(|l| l.contains("[Warning] option '") || l.contains("[ERROR]"))
             .map(|l| l.split_once("] ").map_or(l, |(_, r)| r).trim().to_string())
             .collect()
@@ -760,7 +771,7 @@ mod tests {
             system_tables: None,
             id: "mariadb-10.11".parse().unwrap(),
         };
-        let m = Managed::new(ManagedConfig {
+        let mut m = Managed::new(ManagedConfig {
             binary: b,
             options: vec![],
             workdir: dir.path().into(),
@@ -770,10 +781,23 @@ mod tests {
         .unwrap();
         fs::write(&m.log, "0 [Note] old\n").unwrap();
         let from = m.log_len();
-        fs::write(&m.log, "0 [Note] old\n2026-11-30  8:22:15 0 [Warning] option 'innodb-log-file-size': unsigned value 1 adjusted to 4194304\n2026-11-30 0 [Warning] Could not increase number of max_open_files\n").unwrap();
+        fs::write(&m.log, "0 [Note] old\n2026-11-30  8:22:15 0 [Warning] option 'innodb-log-file-size': unsigned value 1 adjusted to 4194304\n2026-11-30 0 [System] [MY-011323] [Server] X Plugin ready for connections. Bind-address: '::' port: 33060\n2026-11-30 0 [ERROR] InnoDB: after the X Plugin\n2026-11-30 0 [Note] mariadbd: ready for connections.\n2026-11-30 9 [ERROR] Got an error reading communication packets\n").unwrap();
         assert_eq!(
             m.option_warnings_since(from),
-            ["option 'innodb-log-file-size': unsigned value 1 adjusted to 4194304"]
+            [
+                "option 'innodb-log-file-size': unsigned value 1 adjusted to 4194304",
+                "InnoDB: after the X Plugin"
+            ]
+        );
+        // A later start's lines begin where the log stood at its start:
+        // what came before it (a killed connection's error) is not its.
+        m.started_at = m.log_len();
+        let mut log = fs::read_to_string(&m.log).unwrap();
+        log.push_str("2026-11-30 0 [Note] InnoDB: started\n2026-11-30 0 [ERROR] mariadbd: unknown variable 'x=1'\n");
+        fs::write(&m.log, log).unwrap();
+        assert_eq!(
+            m.option_warnings_since(from),
+            ["mariadbd: unknown variable 'x=1'"]
         );
         assert!(m.option_warnings_since(m.log_len()).is_empty());
     }

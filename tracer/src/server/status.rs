@@ -119,6 +119,65 @@ pub const PAIRS: &[(&str, Ours)] = &[
     ("Rpl_semi_sync_master_tx_wait_time", Ours::AckWaitUs),
 ];
 
+/// A semi-sync source's own count of its waits for the replica and
+/// their time, under its family's names (the [`PAIRS`] rows of
+/// [`Ours::AckWaits`] and [`Ours::AckWaitUs`]): what the exporter's
+/// windows set beside the probes' count, as the main command's checks do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ServerAcks {
+    pub waits_counter: &'static str,
+    pub waits: u64,
+    pub time_counter: &'static str,
+    /// µs.
+    pub wait_us: u64,
+}
+
+impl ServerAcks {
+    /// From a status read; None when the server is no semi-sync source
+    /// (MySQL's plugin not loaded: no such counters).
+    pub fn of(s: &Status) -> Option<Self> {
+        let find = |o: Ours| {
+            PAIRS
+                .iter()
+                .filter(|(_, x)| *x == o)
+                .find_map(|&(n, _)| Some((n, *s.0.get(n)?)))
+        };
+        let (waits_counter, waits) = find(Ours::AckWaits)?;
+        let (time_counter, wait_us) = find(Ours::AckWaitUs)?;
+        Some(ServerAcks {
+            waits_counter,
+            waits,
+            time_counter,
+            wait_us,
+        })
+    }
+
+    /// What moved since `before`; a counter that went down started again
+    /// with its server, so all of it is new.
+    pub fn since(&self, before: &ServerAcks) -> ServerAcks {
+        let d = |now: u64, was: u64| if now >= was { now - was } else { now };
+        ServerAcks {
+            waits: d(self.waits, before.waits),
+            wait_us: d(self.wait_us, before.wait_us),
+            ..*self
+        }
+    }
+}
+
+/// The server's semi-sync counters now (one narrow `SHOW GLOBAL STATUS`).
+pub async fn semi_sync(conn: &mut mysql_async::Conn) -> Result<Option<ServerAcks>> {
+    let rows: Vec<(String, String)> = conn
+        .query("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_%'")
+        .await
+        .map_err(|e| Error::Runtime(format!("SHOW GLOBAL STATUS failed: {e}")))?;
+    let st = Status(
+        rows.into_iter()
+            .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
+            .collect(),
+    );
+    Ok(ServerAcks::of(&st))
+}
+
 /// Our side of the comparison, over the same window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OurCounts {
@@ -195,6 +254,40 @@ mod tests {
 
     fn st(kv: &[(&str, u64)]) -> Status {
         Status(kv.iter().map(|(k, v)| (k.to_string(), *v)).collect())
+    }
+
+    #[test]
+    fn the_servers_acks_are_read_under_either_familys_names() {
+        let before = st(&[
+            ("Rpl_semi_sync_master_yes_tx", 100),
+            ("Rpl_semi_sync_master_tx_wait_time", 5_000),
+            ("Rpl_semi_sync_master_no_tx", 0),
+        ]);
+        let after = st(&[
+            ("Rpl_semi_sync_master_yes_tx", 160),
+            ("Rpl_semi_sync_master_tx_wait_time", 8_000),
+        ]);
+        let a = ServerAcks::of(&after).unwrap();
+        let d = a.since(&ServerAcks::of(&before).unwrap());
+        assert_eq!(
+            (d.waits_counter, d.waits, d.time_counter, d.wait_us),
+            (
+                "Rpl_semi_sync_master_yes_tx",
+                60,
+                "Rpl_semi_sync_master_tx_wait_time",
+                3_000
+            )
+        );
+        // MySQL's names; a restarted server's counters are all new.
+        let mysql = st(&[
+            ("Rpl_semi_sync_source_yes_tx", 7),
+            ("Rpl_semi_sync_source_tx_wait_time", 70),
+        ]);
+        let m = ServerAcks::of(&mysql).unwrap();
+        assert_eq!(m.waits_counter, "Rpl_semi_sync_source_yes_tx");
+        assert_eq!((m.since(&a).waits, m.since(&a).wait_us), (7, 70));
+        // No semi-sync plugin: nothing to compare.
+        assert_eq!(ServerAcks::of(&st(&[("Innodb_log_writes", 5)])), None);
     }
 
     #[test]

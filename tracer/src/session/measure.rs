@@ -54,6 +54,12 @@ impl Stage {
             }
         }
         let mut before = status::read(self.control()?).await?;
+        // The source's semi-sync counters at the last tick (the
+        // first: before the workers start, as the probes' baseline).
+        let mut acks_before = match (self.replica.as_ref(), self.control.as_mut()) {
+            (Some(_), Some(c)) => status::semi_sync(c).await.ok().flatten(),
+            _ => None,
+        };
         let mut engine = Driver::start(m.cfg.clone())?;
         let warmup = m.cfg.warmup.as_secs_f64();
         let mut base_marked = warmup <= 0.0;
@@ -115,7 +121,14 @@ impl Stage {
                     // A semi-sync source that fell back to async: said
                     // at once and on every tick it lasts.
                     if let (Some(r), Some(c)) = (self.replica.as_ref(), self.control.as_mut()) {
-                        if r.semi_sync_on(c).await == Some(false) {
+                        let on = r.semi_sync_on(c).await;
+                        // The server's own count beside ours, tick by tick.
+                        if on.is_some() {
+                            let now = status::semi_sync(c).await.ok().flatten();
+                            j.server_acks = now.zip(acks_before).map(|(n, b)| n.since(&b));
+                            acks_before = now;
+                        }
+                        if on == Some(false) {
                             j.semi_sync_off = true;
                             if !seen_off {
                                 seen_off = true;
