@@ -133,8 +133,7 @@ pub async fn login_or_say(pid: u32, defaults_file: Option<&Path>) -> Option<Comm
 }
 
 /// Summed reads of a counter that restarts with its server: each read adds
-/// what it moved since the last one (a drop means a restart: the new value
-/// is all new).
+/// what it [`moved`](super::status::moved) since the last one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Running {
     last: Option<u64>,
@@ -145,7 +144,7 @@ impl Running {
     /// Adds a read; the first one is the baseline.
     pub fn add(&mut self, now: u64) {
         if let Some(last) = self.last {
-            self.total += if now >= last { now - last } else { now };
+            self.total += super::status::moved(now, last);
         }
         self.last = Some(now);
     }

@@ -119,6 +119,16 @@ pub const PAIRS: &[(&str, Ours)] = &[
     ("Rpl_semi_sync_master_tx_wait_time", Ours::AckWaitUs),
 ];
 
+/// What a server counter moved from `was` to `now`: a drop means the
+/// server restarted, so the new value is all new.
+pub fn moved(now: u64, was: u64) -> u64 {
+    if now >= was {
+        now - was
+    } else {
+        now
+    }
+}
+
 /// A semi-sync source's own count of its waits for the replica and
 /// their time, under its family's names (the [`PAIRS`] rows of
 /// [`Ours::AckWaits`] and [`Ours::AckWaitUs`]): what the exporter's
@@ -152,13 +162,12 @@ impl ServerAcks {
         })
     }
 
-    /// What moved since `before`; a counter that went down started again
-    /// with its server, so all of it is new.
+    /// What [`moved`] since `before` (a restarted server's counters are
+    /// all new).
     pub fn since(&self, before: &ServerAcks) -> ServerAcks {
-        let d = |now: u64, was: u64| if now >= was { now - was } else { now };
         ServerAcks {
-            waits: d(self.waits, before.waits),
-            wait_us: d(self.wait_us, before.wait_us),
+            waits: moved(self.waits, before.waits),
+            wait_us: moved(self.wait_us, before.wait_us),
             ..*self
         }
     }
