@@ -3,6 +3,7 @@
 //! paths and the "skip with a reason" rule shared by every test crate.
 pub mod bpf_links;
 pub mod docs;
+pub mod lane;
 pub mod stock;
 
 use std::{

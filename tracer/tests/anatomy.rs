@@ -36,9 +36,9 @@ fn n(v: &Value) -> u64 {
 /// non-durable) between flushes: every bucket exact.
 #[test]
 fn known_groups_fill_exact_buckets() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let (truth, t) = traced(&["groups", "40"]);
     let k = n(&truth["rounds"]);
     let b = &t["batch"];
@@ -64,9 +64,9 @@ fn known_groups_fill_exact_buckets() {
 /// equal the fixture's own counts; every request is in exactly one batch.
 #[test]
 fn leaders_and_followers_match_a_real_group_commit() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let (truth, t) = traced(&["threads", "8", "300"]);
     let ctx = format!("truth {truth}\ntotals {t}");
     let a = &t["anatomy"];
@@ -107,9 +107,9 @@ fn main_summary(mysqld: &Path, threads: &str, extra: &[&str]) -> Value {
 /// followers are the durable calls.
 #[test]
 fn mariadb_batches_and_leaders() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Some(fix) = testkit::symbols_fixture() else {
         testkit::skip("../shared/fixtures/mariadb-10.11.18-symbols is absent");
         return;
@@ -149,9 +149,9 @@ fn mariadb_batches_and_leaders() {
 /// fsync; their mean is commits / n_flush.
 #[test]
 fn fallback_batches_are_commits_per_redo_fsync() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Some(bin) = testkit::system_mariadbd() else {
         testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup`");
         return;

@@ -67,9 +67,9 @@ fn binlog_run(mysqld: &std::path::Path) -> Value {
 
 #[test]
 fn symbolized_mariadb_counts_its_binlog_groups() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Some(fix) = testkit::symbols_fixture() else {
         testkit::skip("../shared/fixtures/mariadb-10.11.18-symbols is absent");
         return;
@@ -82,9 +82,9 @@ fn symbolized_mariadb_counts_its_binlog_groups() {
 
 #[test]
 fn stock_mariadb_counts_its_binlog_groups_at_the_server_layer() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Some(bin) = testkit::system_mariadbd() else {
         testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
         return;

@@ -8,10 +8,7 @@ mod common;
 mod exporter_kit;
 
 use std::{
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        Mutex,
-    },
+    sync::atomic::{AtomicBool, Ordering},
     time::Duration,
 };
 
@@ -19,14 +16,6 @@ use common::*;
 use exporter_kit::*;
 use serde_json::Value;
 use testkit::bpf_links::perf_probes;
-
-/// One run at a time: the runs compare waits that another server's load
-/// on the same two cores would move.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// The main command with `--commit-path`, managed on `mysqld`, 32
 /// clients for 6 s, with `extra`: its summary, after the checks every
@@ -92,13 +81,13 @@ fn stage_mean(s: &Value, name: &str) -> f64 {
 /// as leader (write, fsync) and the followers' wait.
 #[test]
 fn symbolized_mariadb_commits_split_at_the_redo_flush() {
-    if needs_root() {
+    // The stages' shares of the commits' time held: the machine alone.
+    let Some(_lane) = root_alone() else {
         return;
-    }
+    };
     let Some(bin) = symbolized_mariadbd() else {
         return;
     };
-    let _one = one_at_a_time();
     let s = managed(&bin, &[]);
     for want in [
         "redo write (leader)",
@@ -114,13 +103,13 @@ fn symbolized_mariadb_commits_split_at_the_redo_flush() {
 /// group stage and in its followers' wait, not elsewhere.
 #[test]
 fn mariadb_binlog_commit_wait_lands_in_the_binlog_group_stage() {
-    if needs_root() {
+    // A wait compared with and without a delay: the machine alone.
+    let Some(_lane) = root_alone() else {
         return;
-    }
+    };
     let Some(bin) = symbolized_mariadbd() else {
         return;
     };
-    let _one = one_at_a_time();
     let binlog = [
         "--server-option",
         "log_bin=ON",
@@ -156,13 +145,12 @@ fn mariadb_binlog_commit_wait_lands_in_the_binlog_group_stage() {
 /// the committing thread's own fsyncs as a stage; traced by pid.
 #[test]
 fn stock_mariadb_is_traced_by_pid_at_the_server_layer() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Some(server) = system_server(&[]) else {
         return;
     };
-    let _one = one_at_a_time();
     server
         .query(
             "CREATE DATABASE cs_test; CREATE TABLE cs_test.tb (id INT PRIMARY KEY, c INT) ENGINE=InnoDB; \
@@ -189,13 +177,12 @@ fn stock_mariadb_is_traced_by_pid_at_the_server_layer() {
 /// `commit_path.svg`, a stacked bar per cell.
 #[test]
 fn a_sweep_charts_where_the_time_goes_per_cell() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Some(bin) = symbolized_mariadbd() else {
         return;
     };
-    let _one = one_at_a_time();
     let wd = workdir();
     let out = tempfile::tempdir().unwrap();
     run_ok(
@@ -242,10 +229,9 @@ fn a_sweep_charts_where_the_time_goes_per_cell() {
 
 #[test]
 fn the_exporter_times_the_commit_path_inside_its_exact_windows_only() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
-    let _one = one_at_a_time();
+    };
     let Some(server) = symbols_server() else {
         return;
     };

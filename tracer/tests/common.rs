@@ -346,18 +346,36 @@ pub fn system_server(extra: &[&str]) -> Option<testkit::Server> {
 /// update table `cs_test.tb` (ids 1-100); None (the test skips, saying
 /// why) where the fixture is absent.
 pub fn symbols_server() -> Option<testkit::Server> {
-    let Some(fix) = testkit::symbols_fixture() else {
+    let fix = symbols_fixture_or_skip()?;
+    Some(symbols_server_of(&fix.join("bin/mariadbd"), &fix))
+}
+
+/// [`symbols_server`] from the test's [`own_copy`] of the fixture's
+/// binary, for tests that find the server by its binary's path (the
+/// copy's dir: keep it while the server runs).
+pub fn own_symbols_server() -> Option<(testkit::Server, tempfile::TempDir)> {
+    let fix = symbols_fixture_or_skip()?;
+    let (dir, bin) = own_copy(&fix.join("bin/mariadbd"));
+    Some((symbols_server_of(&bin, &fix), dir))
+}
+
+fn symbols_fixture_or_skip() -> Option<std::path::PathBuf> {
+    let fix = testkit::symbols_fixture();
+    if fix.is_none() {
         testkit::skip("../shared/fixtures/mariadb-10.11.18-symbols is absent");
-        return None;
-    };
-    let s = testkit::Server::start(&fix.join("bin/mariadbd"), Some(&fix.join("share")), &[])
+    }
+    fix
+}
+
+fn symbols_server_of(bin: &Path, fix: &Path) -> testkit::Server {
+    let s = testkit::Server::start(bin, Some(&fix.join("share")), &[])
         .unwrap_or_else(|e| panic!("start the symbolized server: {e}"));
     s.query(
         "CREATE DATABASE cs_test; CREATE TABLE cs_test.tb (id INT PRIMARY KEY, c INT) ENGINE=InnoDB; \
          INSERT INTO cs_test.tb SELECT seq, 0 FROM cs_test.seq_1_to_100",
     )
     .expect("prepare schema");
-    Some(s)
+    s
 }
 
 /// The main command managing `mysqld` with `args` and `--json` in a temp
@@ -603,4 +621,32 @@ pub fn symbolized_mariadbd() -> Option<std::path::PathBuf> {
             None
         }
     }
+}
+
+/// A shared lane (`testkit::lane`) for a test that needs root: its figures
+/// are counts that hold beside other tests' load. None (the test skips,
+/// saying why) without root.
+pub fn root_shared() -> Option<testkit::lane::Lane> {
+    (!needs_root()).then(testkit::lane::shared)
+}
+
+/// The machine alone (`testkit::lane`) for a test that needs root and
+/// compares times or throughput. None (the test skips, saying why)
+/// without root.
+pub fn root_alone() -> Option<testkit::lane::Lane> {
+    (!needs_root()).then(testkit::lane::alone)
+}
+
+/// A copy of the server binary `bin` in a temp dir of the test's own:
+/// `trace --mysqld <copy>` then finds this test's server alone, whatever
+/// other tests run from `bin` beside it. (The dir, kept while the copy is
+/// used; the copy's path.)
+pub fn own_copy(bin: &Path) -> (tempfile::TempDir, std::path::PathBuf) {
+    let d = tempfile::Builder::new()
+        .prefix("cs-bin-")
+        .tempdir()
+        .unwrap();
+    let to = d.path().join(bin.file_name().expect("a file name"));
+    std::fs::copy(bin, &to).unwrap_or_else(|e| panic!("copy {}: {e}", bin.display()));
+    (d, to)
 }

@@ -106,9 +106,9 @@ fn fetches_by_build_id_from_a_real_debuginfod() {
 /// only the debuginfod server has; a second run from the cache alone.
 #[test]
 fn a_stripped_binary_is_traced_exactly_with_a_fetched_debug_file() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let d = tempfile::tempdir().unwrap();
     let (id, _) = split_fixture(d.path());
     let Some((server, url, _)) = serve(d.path(), &id) else {
@@ -191,9 +191,9 @@ fn wrong_server(body: Vec<u8>) -> String {
 /// A debug file of another build is refused in one line and not cached.
 #[test]
 fn a_debug_file_of_another_build_is_refused_and_not_cached() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let d = tempfile::tempdir().unwrap();
     let (_, _) = split_fixture(d.path());
     // Another build: the same source, another build-id (different flags).
@@ -304,9 +304,9 @@ fn trace_fixture(
 /// `--no-debuginfod` asks none (and skips the cache); a bad URL is one line.
 #[test]
 fn the_command_line_chooses_the_servers() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let d = tempfile::tempdir().unwrap();
     let (id, _) = split_fixture(d.path());
     let Some((_server, url, _)) = serve(d.path(), &id) else {
@@ -359,9 +359,9 @@ fn the_command_line_chooses_the_servers() {
 /// run as the managed server by the main command, in exact mode.
 #[test]
 fn a_stripped_mariadb_gets_exact_probes_from_debuginfod() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Some(fix) = testkit::symbols_fixture() else {
         testkit::skip("../shared/fixtures/mariadb-10.11.18-symbols is absent");
         return;
@@ -428,9 +428,9 @@ fn a_stripped_mariadb_gets_exact_probes_from_debuginfod() {
 /// `DEBUGINFOD_TIMEOUT` with one line naming it.
 #[test]
 fn urls_files_are_read_and_a_silent_server_is_given_up() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let d = tempfile::tempdir().unwrap();
     let (id, _) = split_fixture(d.path());
     let Some((_server, url, _)) = serve(d.path(), &id) else {
@@ -480,9 +480,9 @@ fn urls_files_are_read_and_a_silent_server_is_given_up() {
 /// again; a cache that cannot be written is used without caching.
 #[test]
 fn a_bad_cache_is_mended_or_bypassed() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let d = tempfile::tempdir().unwrap();
     let (id, debug) = split_fixture(d.path());
     let Some((_server, url, _)) = serve(d.path(), &id) else {
@@ -535,9 +535,9 @@ fn a_bad_cache_is_mended_or_bypassed() {
 /// which `debuginfod -U` indexes (it unpacks with bsdtar).
 #[test]
 fn a_dbgsym_package_is_served_and_used() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     if !has_tool("bsdtar") || !has_tool("dpkg-deb") {
         testkit::skip("no bsdtar/dpkg-deb: run `cargo xtask setup` (installs libarchive-tools)");
         return;
@@ -644,9 +644,9 @@ fn trace_from(dir: &Path, url: &str, cache: &Path, timeout: &str) -> (Child, Chi
 /// removed, nothing in the cache.
 #[test]
 fn ctrl_c_during_a_download_keeps_nothing() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let d = tempfile::tempdir().unwrap();
     split_fixture(d.path());
     let url = slow_server(200 << 20, 1 << 20, true);
@@ -691,9 +691,9 @@ fn ctrl_c_during_a_download_keeps_nothing() {
 /// DEBUGINFOD_TIMEOUT without a byte, in one line; nothing is kept.
 #[test]
 fn a_download_that_stalls_is_given_up() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let d = tempfile::tempdir().unwrap();
     split_fixture(d.path());
     let url = slow_server(50 << 20, 1 << 20, false);
@@ -741,9 +741,9 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 /// under `script`, which gives it a pseudo-terminal).
 #[test]
 fn a_terminal_gets_a_progress_bar() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     if !has_tool("script") {
         testkit::skip("no script(1): run `cargo xtask setup` (util-linux)");
         return;

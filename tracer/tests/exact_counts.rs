@@ -98,7 +98,10 @@ fn traced_run(bin: &Path, debug_root: &Path, calls: u32) -> (Value, Vec<Value>) 
 
 #[test]
 fn exact_counts_for_every_flavor_and_symbol_source() {
-    if needs_root() || (!has_tool("gcc") && testkit::skip("gcc missing: run `cargo xtask setup`")) {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    if !has_tool("gcc") && testkit::skip("gcc missing: run `cargo xtask setup`") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -190,7 +193,10 @@ fn trace_with_fsync_probe(bin: &Path, work: &Path, kind: &str) -> std::process::
 /// when `auto` could have used it.
 #[test]
 fn fsync_probe_choice_and_fallback() {
-    if needs_root() || (!has_tool("gcc") && testkit::skip("gcc missing: run `cargo xtask setup`")) {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    if !has_tool("gcc") && testkit::skip("gcc missing: run `cargo xtask setup`") {
         return;
     }
     let kprobes = Path::new("/sys/bus/event_source/devices/kprobe/type").exists();
@@ -362,7 +368,10 @@ fn fsync_probe_choice_and_fallback() {
 /// silently dropped.
 #[test]
 fn fd_map_overflow_is_counted_and_logged() {
-    if needs_root() || (!has_tool("gcc") && testkit::skip("gcc missing: run `cargo xtask setup`")) {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    if !has_tool("gcc") && testkit::skip("gcc missing: run `cargo xtask setup`") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -416,7 +425,10 @@ fn fd_map_overflow_is_counted_and_logged() {
 /// `redo_fsync_in_flush` disagree by the flushes in flight.
 #[test]
 fn a_trace_stopped_mid_flush_counts_that_flush_sync() {
-    if needs_root() || (!has_tool("gcc") && testkit::skip("gcc missing: run `cargo xtask setup`")) {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    if !has_tool("gcc") && testkit::skip("gcc missing: run `cargo xtask setup`") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -435,7 +447,10 @@ fn a_trace_stopped_mid_flush_counts_that_flush_sync() {
 /// not wait for it, and says in one line what it left open.
 #[test]
 fn a_trace_whose_flush_outlasts_the_end_says_what_stayed_open() {
-    if needs_root() || (!has_tool("gcc") && testkit::skip("gcc missing: run `cargo xtask setup`")) {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    if !has_tool("gcc") && testkit::skip("gcc missing: run `cargo xtask setup`") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

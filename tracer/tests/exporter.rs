@@ -1,20 +1,18 @@
 //! `commitscope exporter` against real servers: exact counts beside
 //! `commitscope trace`, restarts, two servers, bad input, SIGTERM.
-//! Runs one at a time: each test counts the kernel's BPF programs or a
-//! server's flushes, which another test's probes would move.
+//! Each test counts its own server's flushes beside other tests (a
+//! shared lane); the SIGTERM test counts the machine's BPF programs, and
+//! runs alone.
 mod common;
 mod exporter_kit;
 
 use std::{
     process::Stdio,
-    sync::Mutex,
     time::{Duration, Instant},
 };
 
 use common::*;
 use exporter_kit::*;
-
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Waits until the counts of `server` in the exporter stop moving (the
 /// workload is over and the last flush is in), and returns the text.
@@ -34,10 +32,9 @@ fn settled(e: &Exporter, names: &[&str], labels: &[&str]) -> String {
 
 #[test]
 fn exact_counts_equal_the_trace_of_the_same_window() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let Some(server) = symbols_server() else {
         return;
     };
@@ -118,10 +115,9 @@ fn exact_counts_equal_the_trace_of_the_same_window() {
 
 #[test]
 fn openmetrics_when_asked_and_an_index_page() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let Some(server) = system_server(&[]) else {
         return;
     };
@@ -184,10 +180,9 @@ fn openmetrics_when_asked_and_an_index_page() {
 
 #[test]
 fn a_restarted_server_is_reattached_and_its_counters_continue() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let Some(mut fixture) = symbols_server() else {
         return;
     };
@@ -290,10 +285,10 @@ fn our_programs() -> usize {
 
 #[test]
 fn sigterm_detaches_every_probe_and_exits_0() {
-    if needs_root() {
+    // The machine's programs are counted: no other test may load any.
+    let Some(_lane) = root_alone() else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let Some(server) = symbols_server() else {
         return;
     };
@@ -314,7 +309,6 @@ fn sigterm_detaches_every_probe_and_exits_0() {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let busy = taken.local_addr().unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
@@ -380,14 +374,13 @@ fn unprivileged(caps: &[String], args: &[&str]) -> std::process::Command {
 
 #[test]
 fn without_root_the_units_capabilities_suffice_and_a_missing_one_is_named() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     if !has_tool("setpriv") {
         testkit::skip("no setpriv: run `cargo xtask setup` (installs util-linux)");
         return;
     }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(server) = symbols_server() else {
         return;
     };
@@ -450,14 +443,13 @@ fn without_root_the_units_capabilities_suffice_and_a_missing_one_is_named() {
 
 #[test]
 fn web_config_tls_and_basic_auth() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     if !has_tool("openssl") || !has_tool("curl") {
         testkit::skip("no openssl or curl: run `cargo xtask setup`");
         return;
     }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(server) = system_server(&[]) else {
         return;
     };
@@ -543,10 +535,9 @@ fn web_config_tls_and_basic_auth() {
 
 #[test]
 fn a_dying_server_and_a_vanishing_scraper_leave_it_serving_then_the_series_end() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let Some(mut server) = system_server(&[]) else {
         return;
     };

@@ -102,9 +102,9 @@ fn mysql_uid() -> Option<u32> {
 
 #[test]
 fn as_root_the_managed_server_runs_as_the_mysql_user() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Some(mysql) = mysql_uid() else {
         testkit::skip("no mysql system user: run `cargo xtask setup` (mariadb-server creates it)");
         return;
@@ -163,9 +163,10 @@ fn as_root_the_managed_server_runs_as_the_mysql_user() {
 
 #[test]
 fn a_killed_managed_server_ends_the_run_with_exit_3() {
-    if needs_root() {
+    // The exit is timed: the machine alone.
+    let Some(_lane) = root_alone() else {
         return;
-    }
+    };
     let Running {
         wd,
         mut child,
@@ -198,9 +199,10 @@ fn a_killed_managed_server_ends_the_run_with_exit_3() {
 
 #[test]
 fn a_killed_existing_server_ends_the_run_with_exit_3() {
-    if needs_root() {
+    // The exit is timed: the machine alone.
+    let Some(_lane) = root_alone() else {
         return;
-    }
+    };
     let Some(srv) = system_server(&[]) else {
         return;
     };
@@ -234,6 +236,7 @@ fn a_killed_existing_server_ends_the_run_with_exit_3() {
 
 #[test]
 fn killed_client_connections_reconnect_and_are_counted() {
+    let _lane = testkit::lane::shared();
     let Some(srv) = system_server(&[]) else {
         return;
     };
@@ -290,9 +293,9 @@ fn killed_client_connections_reconnect_and_are_counted() {
 
 #[test]
 fn a_stopped_server_is_marked_stalled_and_the_run_goes_on() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Running {
         wd,
         mut child,
@@ -477,9 +480,9 @@ fn assert_disk_full_end(
 
 #[test]
 fn a_full_disk_ends_the_run_with_the_servers_error() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     // Inserts: the tablespace cannot grow, every client gets 1114. With
     // --total-rows the workers' stopping must not read as "finished".
     let fs = SmallFs::new(300);
@@ -511,9 +514,9 @@ fn a_full_disk_ends_the_run_with_the_servers_error() {
 
 #[test]
 fn a_workdir_too_small_to_initialise_is_one_line() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     // The redo log alone (96 MiB) does not fit.
     let fs = SmallFs::new(48);
     let out = commitscope()

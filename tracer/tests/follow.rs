@@ -11,10 +11,6 @@ use serde_json::Value;
 /// Commits per phase; one client.
 const COMMITS: u32 = 300;
 
-/// One fixture server at a time in this file: `--mysqld` picks the one
-/// process of the binary.
-static ONE_SERVER: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// A single client's commits each call log_write_up_to durably; the
 /// master thread adds about one call a second.
 fn assert_durable_near(t: &Value, commits: u64, ctx: &str) {
@@ -27,11 +23,12 @@ fn assert_durable_near(t: &Value, commits: u64, ctx: &str) {
 
 #[test]
 fn trace_follows_a_restarted_server_and_its_counts_continue() {
-    if needs_root() {
+    // The follow is timed (under 1 s): the machine alone.
+    let Some(_lane) = root_alone() else {
         return;
-    }
-    let _one = ONE_SERVER.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(mut server) = symbols_server() else {
+    };
+    // `--mysqld` finds the one process of its binary: a copy of our own.
+    let Some((mut server, _copy)) = own_symbols_server() else {
         return;
     };
     let exe = server.binary.to_str().unwrap().to_string();
@@ -113,10 +110,9 @@ fn sum_of(lines: &[Value]) -> Value {
 
 #[test]
 fn two_tracers_on_one_server_are_both_exact_and_independent() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
-    let _one = ONE_SERVER.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let Some(server) = symbols_server() else {
         return;
     };

@@ -174,9 +174,9 @@ fn check_buffered_then_direct(m: &LoopMount, fs: &str) {
 
 #[test]
 fn on_ext4_every_redo_fsync_has_its_writes_and_the_bytes_match() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Some(m) = LoopMount::new(&["mkfs.ext4", "-q", "-F"], 1024, "rw") else {
         return;
     };
@@ -185,9 +185,9 @@ fn on_ext4_every_redo_fsync_has_its_writes_and_the_bytes_match() {
 
 #[test]
 fn on_xfs_every_redo_fsync_has_its_writes_and_the_bytes_match() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Some(m) = LoopMount::new(&["mkfs.xfs", "-q", "-f"], 1024, "rw") else {
         return;
     };
@@ -196,9 +196,9 @@ fn on_xfs_every_redo_fsync_has_its_writes_and_the_bytes_match() {
 
 #[test]
 fn on_tmpfs_there_is_no_device_said_in_one_line_and_the_rest_goes_on() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let dir = tempfile::Builder::new()
         .prefix("cs-io-")
         .tempdir_in("/dev/shm")
@@ -220,9 +220,9 @@ fn on_tmpfs_there_is_no_device_said_in_one_line_and_the_rest_goes_on() {
 /// and other, in the interval's proportions, and the shares still add up.
 #[test]
 fn with_the_commit_path_the_leaders_fsync_is_split_under_the_sync() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Some(fix) = testkit::symbols_fixture() else {
         testkit::skip("../shared/fixtures/mariadb-10.11.18-symbols is absent");
         return;

@@ -34,9 +34,9 @@ fn assert_close(summary: &Value, counter: &str, pct: f64) {
 
 #[test]
 fn managed_server_with_binlog_agrees_with_its_counters() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let wd = workdir();
     let csv = wd.path().join("../cs-main-run.csv");
     let csv = csv.to_str().unwrap().to_string();
@@ -113,9 +113,9 @@ fn managed_server_with_binlog_agrees_with_its_counters() {
 
 #[test]
 fn symbolized_fixture_counts_exactly() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Some(fix) = testkit::symbols_fixture() else {
         testkit::skip("../shared/fixtures/mariadb-10.11.18-symbols is absent");
         return;
@@ -167,9 +167,9 @@ fn symbolized_fixture_counts_exactly() {
 
 #[test]
 fn existing_server_is_found_by_its_socket() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Some(server) = system_server(&[]) else {
         return;
     };
@@ -240,35 +240,35 @@ fn signal_during(phase: &str, extra: &[&str], want_code: i32, sig: i32) {
 
 #[test]
 fn ctrl_c_during_init_leaves_nothing() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     interrupt_during("init datadir", &[], 130);
 }
 
 #[test]
 fn ctrl_c_during_load_leaves_nothing() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     // 50 x 20,000 rows: a load of several seconds.
     interrupt_during("load", &["--rows-per-thread", "20000"], 130);
 }
 
 #[test]
 fn ctrl_c_during_run_prints_the_summary_and_leaves_nothing() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     interrupt_during("run", &[], 0);
 }
 
 /// The terminal went away (SIGHUP): cleaned up as for Ctrl-C, in every phase.
 #[test]
 fn sighup_in_every_phase_leaves_nothing() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     signal_in_every_phase(libc::SIGHUP);
 }
 
@@ -276,9 +276,9 @@ fn sighup_in_every_phase_leaves_nothing() {
 /// cleans up as Ctrl-C does, in every phase.
 #[test]
 fn sigterm_in_every_phase_leaves_nothing() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     signal_in_every_phase(libc::SIGTERM);
 }
 
@@ -293,9 +293,9 @@ fn signal_in_every_phase(sig: i32) {
 /// One line, exit 2, no panic, nothing left behind.
 #[test]
 fn bad_input_is_one_line_and_leaves_nothing() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let e = fails(&["--mysqld", "/nonexistent/mariadbd"]);
     assert!(
         e.contains("/nonexistent/mariadbd does not exist") && e.contains("--mysqld"),
@@ -331,9 +331,9 @@ fn bad_input_is_one_line_and_leaves_nothing() {
 
 #[test]
 fn port_in_use_is_reported() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port().to_string();
     let e = fails(&[
@@ -371,9 +371,10 @@ fn not_root_is_told_to_use_sudo_or_no_trace() {
 
 #[test]
 fn study_runs_its_four_scenarios_on_the_fixture() {
-    if needs_root() {
+    // The study's ordering compares batching: the machine alone.
+    let Some(_lane) = root_alone() else {
         return;
-    }
+    };
     let Some(fix) = testkit::symbols_fixture() else {
         testkit::skip("../shared/fixtures/mariadb-10.11.18-symbols is absent");
         return;

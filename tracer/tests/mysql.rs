@@ -8,20 +8,11 @@
 mod common;
 mod exporter_kit;
 
-use std::{sync::Mutex, time::Duration};
+use std::time::Duration;
 
 use common::*;
 use exporter_kit::*;
 use serde_json::Value;
-
-/// One MySQL test at a time: each compares figures (group sizes under a
-/// sync delay, the exporter's counters) that another server's load on
-/// the same two cores would move.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// A stock MySQL the test harness starts, with the update table
 /// `cs_test.tb` (ids 1..=100).
@@ -127,10 +118,10 @@ fn managed(extra: &[&str]) -> Value {
 
 #[test]
 fn stock_mysql_runs_managed_and_counts_binlog_groups_where_they_form() {
-    if needs_root() {
+    // Group sizes with and without a sync delay compared: the machine alone.
+    let Some(_lane) = root_alone() else {
         return;
-    }
-    let _one = one_at_a_time();
+    };
     let plain = managed(&[]);
     // A sync delay holds each sync leader back: more commits per group.
     // An empty value is a value (`secure_file_priv=` lifts the limit).
@@ -165,10 +156,10 @@ fn stock_mysql_runs_managed_and_counts_binlog_groups_where_they_form() {
 /// each in its own study line.
 #[test]
 fn the_study_on_stock_mysql_takes_its_ratio_from_where_the_group_forms() {
-    if needs_root() {
+    // The study's ordering compares batching: the machine alone.
+    let Some(_lane) = root_alone() else {
         return;
-    }
-    let _one = one_at_a_time();
+    };
     let wd = workdir();
     let out = commitscope()
         .args(["study", "--json", "--duration", "3", "--binlog", "both"])
@@ -226,10 +217,9 @@ fn the_study_on_stock_mysql_takes_its_ratio_from_where_the_group_forms() {
 /// the binlog groups carrying every commit the clients made.
 #[test]
 fn stock_mysql_is_traced_by_pid_exactly() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
-    let _one = one_at_a_time();
+    };
     let server = mysql_server();
     let tracer = Tracer::start(server.pid(), &[]);
     let before = server.status("Innodb_os_log_fsyncs");
@@ -266,10 +256,9 @@ fn stock_mysql_is_traced_by_pid_exactly() {
 /// below them by chance.
 #[test]
 fn stock_mysql_runs_tpcc_loaded_with_load_data_and_checked() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
-    let _one = one_at_a_time();
+    };
     let server = testkit::Server::start_mysql(&stock_mysqld(), &["--local-infile=ON"])
         .unwrap_or_else(|e| panic!("start MySQL: {e}"));
     let flags = server.client_flags();
@@ -319,10 +308,9 @@ fn stock_mysql_runs_tpcc_loaded_with_load_data_and_checked() {
 /// the redo flush, and the block requests under it.
 #[test]
 fn stock_mysql_shows_anatomy_and_io() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
-    let _one = one_at_a_time();
+    };
     let s = managed(&["--anatomy", "--io"]);
     let t = &s["trace"];
     let a = &t["anatomy"];
@@ -338,10 +326,9 @@ fn stock_mysql_shows_anatomy_and_io() {
 /// attached by pid.
 #[test]
 fn the_exporter_serves_a_stock_mysql_exact_and_light() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
-    let _one = one_at_a_time();
+    };
     let server = mysql_server();
     let pid = server.pid().to_string();
     let l = label(&server);
@@ -493,10 +480,10 @@ fn the_exporter_serves_a_stock_mysql_exact_and_light() {
 /// 3 ms lands in the sync leader's wait.
 #[test]
 fn stock_mysql_commit_path_has_the_binlog_stages_and_the_sync_delay() {
-    if needs_root() {
+    // The stages' shares of the commits' time compared: the machine alone.
+    let Some(_lane) = root_alone() else {
         return;
-    }
-    let _one = one_at_a_time();
+    };
     let check = |s: &Value| -> Vec<(String, f64)> {
         let c = &s["trace"]["commit_path"];
         let commits = u(&s["workload"]["commits"]);

@@ -34,12 +34,9 @@ fn prepare(s: &Server) {
     .expect("prepare schema");
 }
 
-/// The 10.5 symbolized build, when the test can use it: None (having
-/// said why) without root or without the fixture.
+/// The 10.5 symbolized build: None (having said why) without the
+/// fixture.
 fn fixture_10_5() -> Option<PathBuf> {
-    if needs_root() {
-        return None;
-    }
     let fix = testkit::symbols_fixture_10_5();
     if fix.is_none() {
         testkit::skip("../shared/fixtures/mariadb-10.5.23-symbols is absent");
@@ -97,9 +94,9 @@ fn managed(mysqld: &Path, threads: u32, version_prefix: &str) -> Value {
 
 #[test]
 fn stock_10_5_and_11_8_run_managed_under_the_main_command() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     for (series, version) in [("10.5", "MariaDB 10.5."), ("11.8", "MariaDB 11.8.")] {
         let st = stock_server(series);
         for threads in [8, 64] {
@@ -114,9 +111,9 @@ fn stock_10_5_and_11_8_run_managed_under_the_main_command() {
 /// commits the clients made.
 #[test]
 fn stock_10_5_and_11_8_are_traced_by_pid() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     for series in ["10.5", "11.8"] {
         let st = stock_server(series);
         let server = Server::start(&st.server, Some(&stock_share(&st)), &[])
@@ -192,6 +189,9 @@ fn old_servers_and_missing_libraries_are_one_line() {
 /// counters.
 #[test]
 fn symbolized_10_5_counts_exact_writes_and_flushes() {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
     let Some(fix) = fixture_10_5() else {
         return;
     };
@@ -251,6 +251,9 @@ fn symbolized_10_5_counts_exact_writes_and_flushes() {
 /// about 1:1, fifty batching.
 #[test]
 fn study_orders_its_scenarios_on_10_5() {
+    let Some(_lane) = root_alone() else {
+        return;
+    };
     let Some(fix) = fixture_10_5() else {
         return;
     };
@@ -270,6 +273,9 @@ fn symbolized_10_5_agrees_with_bpftrace() {
     use std::{
         process::Stdio,
         time::{Duration, Instant},
+    };
+    let Some(_lane) = root_shared() else {
+        return;
     };
     let Some(fix) = fixture_10_5() else {
         return;

@@ -11,37 +11,32 @@ use std::{
     io::Read,
     path::Path,
     process::Stdio,
-    sync::Mutex,
     time::{Duration, Instant},
 };
 
 use common::*;
 use serde_json::Value;
 
-/// One pair at a time: each test runs two servers and compares waits a
-/// third server on the same two cores would move.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+/// A lane for a test (`root_shared`: counts that hold beside other
+/// tests; `root_alone`: a wait or a delay compared, which another
+/// server's load on the same cores would move).
+type LaneFor = fn() -> Option<testkit::lane::Lane>;
 
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Runs `t` on Debian unstable's stock MySQL, one pair at a time
+/// Runs `t` on Debian unstable's stock MySQL in the lane `lane` gives
 /// (without root: skipped, with the reason said).
-fn on_stock_mysql(t: impl FnOnce(&Path)) {
-    if needs_root() {
+fn on_stock_mysql(lane: LaneFor, t: impl FnOnce(&Path)) {
+    let Some(_lane) = lane() else {
         return;
-    }
-    let _one = one_at_a_time();
+    };
     t(&stock_mysqld());
 }
 
-/// Runs `t` on the symbolized MariaDB 10.11 fixture, one pair at a time.
-fn on_symbolized_mariadb(t: impl FnOnce(&Path)) {
-    if needs_root() {
+/// Runs `t` on the symbolized MariaDB 10.11 fixture in the lane `lane`
+/// gives.
+fn on_symbolized_mariadb(lane: LaneFor, t: impl FnOnce(&Path)) {
+    let Some(_lane) = lane() else {
         return;
-    }
-    let _one = one_at_a_time();
+    };
     if let Some(bin) = symbolized_mariadbd() {
         t(&bin);
     }
@@ -129,12 +124,12 @@ fn delay_lands_in_the_ack_stage(mysqld: &Path) {
 
 #[test]
 fn stock_mysql_waits_for_its_semi_sync_replica_in_the_ack_stage() {
-    on_stock_mysql(delay_lands_in_the_ack_stage);
+    on_stock_mysql(root_alone, delay_lands_in_the_ack_stage);
 }
 
 #[test]
 fn symbolized_mariadb_waits_for_its_semi_sync_replica_in_the_ack_stage() {
-    on_symbolized_mariadb(delay_lands_in_the_ack_stage);
+    on_symbolized_mariadb(root_alone, delay_lands_in_the_ack_stage);
 }
 
 /// The pid of the managed server under `wd` started with `--server-id=N`
@@ -226,12 +221,16 @@ fn killed_replica(mysqld: &Path, timeout_var: &str) {
 
 #[test]
 fn a_killed_mysql_replica_is_said_and_nothing_is_left() {
-    on_stock_mysql(|m| killed_replica(m, "rpl_semi_sync_source_timeout"));
+    on_stock_mysql(root_shared, |m| {
+        killed_replica(m, "rpl_semi_sync_source_timeout")
+    });
 }
 
 #[test]
 fn a_killed_mariadb_replica_is_said_and_nothing_is_left() {
-    on_symbolized_mariadb(|m| killed_replica(m, "rpl_semi_sync_master_timeout"));
+    on_symbolized_mariadb(root_shared, |m| {
+        killed_replica(m, "rpl_semi_sync_master_timeout")
+    });
 }
 
 /// A replica that cannot connect (here: the source takes no TCP) gets
@@ -258,12 +257,12 @@ fn cannot_connect(mysqld: &Path) {
 
 #[test]
 fn a_mariadb_replica_that_cannot_connect_is_one_line_and_nothing_is_left() {
-    on_symbolized_mariadb(cannot_connect);
+    on_symbolized_mariadb(root_shared, cannot_connect);
 }
 
 #[test]
 fn a_mysql_replica_that_cannot_connect_is_one_line_and_nothing_is_left() {
-    on_stock_mysql(cannot_connect);
+    on_stock_mysql(root_shared, cannot_connect);
 }
 
 /// `--semi-sync-wait after-commit`: the source waits after the engine
@@ -280,12 +279,12 @@ fn after_commit(mysqld: &Path, hook: &str) {
 
 #[test]
 fn stock_mysql_waits_after_commit_at_its_after_commit_hook() {
-    on_stock_mysql(|m| after_commit(m, "after_commit"));
+    on_stock_mysql(root_alone, |m| after_commit(m, "after_commit"));
 }
 
 #[test]
 fn symbolized_mariadb_waits_after_commit_in_commit_trx() {
-    on_symbolized_mariadb(|m| after_commit(m, "commit_trx"));
+    on_symbolized_mariadb(root_alone, |m| after_commit(m, "commit_trx"));
 }
 
 /// `study --replica semi-sync` on the study's own server: each of the four
@@ -293,10 +292,9 @@ fn symbolized_mariadb_waits_after_commit_in_commit_trx() {
 /// semi-sync checks in its summary, and the study's table at the end.
 #[test]
 fn the_study_runs_against_a_semi_sync_pair() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
-    let _one = one_at_a_time();
+    };
     let wd = workdir();
     let out = commitscope()
         .args(["study", "--json", "--duration", "2", "--warmup", "1"])
@@ -401,12 +399,16 @@ fn exporter_window(mysqld: &Path, counter: &str) {
 
 #[test]
 fn the_exporter_sets_stock_mysqls_own_ack_count_beside_its_window() {
-    on_stock_mysql(|m| exporter_window(m, "Rpl_semi_sync_source_yes_tx"));
+    on_stock_mysql(root_alone, |m| {
+        exporter_window(m, "Rpl_semi_sync_source_yes_tx")
+    });
 }
 
 #[test]
 fn the_exporter_sets_mariadbs_own_ack_count_beside_its_window() {
-    on_symbolized_mariadb(|m| exporter_window(m, "Rpl_semi_sync_master_yes_tx"));
+    on_symbolized_mariadb(root_alone, |m| {
+        exporter_window(m, "Rpl_semi_sync_master_yes_tx")
+    });
 }
 
 /// Bad combinations, refused in one line before anything starts.
@@ -440,10 +442,9 @@ fn replica_flags_that_do_not_fit_are_refused() {
 /// stage are there, counted at the server's hook.
 #[test]
 fn trace_by_pid_sees_any_semi_sync_primary() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
-    let _one = one_at_a_time();
+    };
     let Some(bin) = symbolized_mariadbd() else {
         return;
     };
@@ -483,10 +484,10 @@ fn trace_by_pid_sees_any_semi_sync_primary() {
 /// it.
 #[test]
 fn a_sweep_over_the_replicas_distance() {
-    if needs_root() {
+    // The ack stage compared across delays: the machine alone.
+    let Some(_lane) = root_alone() else {
         return;
-    }
-    let _one = one_at_a_time();
+    };
     let Some(bin) = symbolized_mariadbd() else {
         return;
     };
@@ -530,10 +531,9 @@ fn a_sweep_over_the_replicas_distance() {
 /// option the server adjusted.)
 #[test]
 fn a_sweep_restarts_a_mysql_source_with_its_replica() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
-    let _one = one_at_a_time();
+    };
     let wd = workdir();
     let out = tempfile::tempdir().unwrap();
     let o = commitscope()

@@ -63,9 +63,9 @@ fn managed_clients(threads: u32, seconds: &str) {
 
 #[test]
 fn four_hundred_clients_on_a_managed_server() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     managed_clients(400, "3");
 }
 
@@ -73,14 +73,15 @@ fn four_hundred_clients_on_a_managed_server() {
 /// runs it with the rest.
 #[test]
 fn long_two_thousand_clients_on_a_managed_server() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     managed_clients(2000, "5");
 }
 
 #[test]
 fn an_existing_server_without_room_is_refused_before_any_client() {
+    let _lane = testkit::lane::shared();
     let Some(srv) = system_server(&["--max-connections=20"]) else {
         return;
     };
@@ -107,9 +108,9 @@ fn an_existing_server_without_room_is_refused_before_any_client() {
 
 #[test]
 fn insert_sweep_runs_each_cell_until_its_rows_are_in() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Some(srv) = system_server(&[]) else {
         return;
     };

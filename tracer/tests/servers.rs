@@ -28,9 +28,9 @@ fn start(binary: &Path, share: Option<&Path>) -> Option<Server> {
 
 #[test]
 fn debian_stripped_mariadbd_falls_back_to_server_layer() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Some(bin) = testkit::system_mariadbd() else {
         testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
         return;
@@ -125,14 +125,15 @@ fn traced_window(
 
 #[test]
 fn symbolized_mariadbd_counts_exact_writes_and_flushes() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Some(fix) = testkit::symbols_fixture() else {
         testkit::skip("../shared/fixtures/mariadb-10.11.18-symbols is absent");
         return;
     };
-    let exe = fix.join("bin/mariadbd");
+    // Its own copy: the windows find the server by its binary's path.
+    let (_copy, exe) = own_copy(&fix.join("bin/mariadbd"));
     let Some(server) = start(&exe, Some(&fix.join("share"))) else {
         return;
     };
@@ -189,6 +190,7 @@ fn symbolized_mariadbd_counts_exact_writes_and_flushes() {
 /// summary, exits 0, and leaves the server with exactly what it reported.
 #[test]
 fn workload_stops_cleanly_on_sigint() {
+    let _lane = testkit::lane::shared();
     let Some(bin) = testkit::system_mariadbd() else {
         testkit::skip("no /usr/sbin/mariadbd: run `cargo xtask setup` (installs mariadb-server)");
         return;

@@ -89,9 +89,9 @@ fn charts_render(dir: &Path, legends: &[&str]) {
 
 #[test]
 fn sweep_sets_dynamic_options_restarts_for_others_and_charts_them() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let wd = workdir();
     let out = tempfile::tempdir().unwrap();
     let t0 = Instant::now();
@@ -214,9 +214,9 @@ fn sweep_sets_dynamic_options_restarts_for_others_and_charts_them() {
 
 #[test]
 fn ctrl_c_keeps_finished_cells_and_resume_runs_the_rest() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let wd = workdir();
     let out = tempfile::tempdir().unwrap();
     let args = |duration: &str, extra: &[&str]| {
@@ -328,9 +328,9 @@ fn rejected(options: &[&str]) -> String {
 
 #[test]
 fn bad_values_are_found_before_the_first_cell() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     // Dynamic, out of range: the server clamps it with a warning.
     let e = rejected(&["innodb_flush_log_at_trx_commit=1,7"]);
     assert!(e.contains("cell 3/4 threads=1 trx_commit=7"), "{e}");
@@ -354,9 +354,9 @@ fn bad_values_are_found_before_the_first_cell() {
 
 #[test]
 fn tpcc_sweep_loads_once_across_restarts_and_reports_tpmc() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let wd = workdir();
     let out = tempfile::tempdir().unwrap();
     let (table, err) = run_ok(commitscope().args([
@@ -509,9 +509,9 @@ fn report_rebuilds_table_summaries_and_charts() {
 /// back as it was; one that needs a restart is refused in one line.
 #[test]
 fn existing_server_gets_its_settings_back() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let Some(server) = system_server(&["--innodb-flush-log-at-trx-commit=2"]) else {
         return;
     };
@@ -573,9 +573,9 @@ fn existing_server_gets_its_settings_back() {
 /// `--dry-run`: the validation pass and the plan, nothing measured.
 #[test]
 fn dry_run_validates_and_lists_the_cells() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let wd = workdir();
     let out = tempfile::tempdir().unwrap();
     let (plan, err) = run_ok(

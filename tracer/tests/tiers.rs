@@ -2,21 +2,17 @@
 //! the server's counter) against exact on the same window, what light
 //! leaves attached in the kernel, exact windows that come and go, and
 //! the light tier in `trace` and the main command.
-//! Runs one at a time: each test lists the kernel's perf-event probes or
-//! counts a server's flushes, which another test's probes would move.
+//! Each test lists the perf-event probes of its own exporter or tracer
+//! (`/proc/<pid>/fdinfo`) and counts its own server's flushes: nothing
+//! another test does moves them (a shared lane).
 mod common;
 mod exporter_kit;
 
-use std::{
-    sync::Mutex,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use common::*;
 use exporter_kit::*;
 use testkit::bpf_links::perf_probes;
-
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Waits until the named series of `labels` stop moving for 1.5 s.
 fn settled(e: &Exporter, names: &[&str], labels: &[&str]) -> String {
@@ -39,10 +35,9 @@ fn settled(e: &Exporter, names: &[&str], labels: &[&str]) -> String {
 
 #[test]
 fn light_counts_flushes_and_syncs_as_exact_does_and_commits_by_the_counter() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let Some(server) = symbols_server() else {
         return;
     };
@@ -177,10 +172,12 @@ fn light_counts_flushes_and_syncs_as_exact_does_and_commits_by_the_counter() {
 
 #[test]
 fn windows_come_and_go_exact_and_the_light_counters_never_decrease() {
-    if needs_root() || !has_tool("promtool") {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    if !has_tool("promtool") && testkit::skip("no promtool: run `cargo xtask setup`") {
         return;
     }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(server) = symbols_server() else {
         return;
     };
@@ -271,10 +268,9 @@ fn windows_come_and_go_exact_and_the_light_counters_never_decrease() {
 
 #[test]
 fn a_window_on_request_once_and_no_credentials_ever_shown() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let Some(server) = symbols_server() else {
         return;
     };
@@ -377,10 +373,9 @@ fn windows_that_overlap_their_schedule_are_refused_in_one_line() {
 
 #[test]
 fn trace_and_the_main_command_take_the_light_tier() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let Some(server) = symbols_server() else {
         return;
     };

@@ -18,9 +18,9 @@ fn tpmc(stdout: &str) -> f64 {
 
 #[test]
 fn traced_tpcc_run_prints_tpcc_mysql_lines_and_trace_lines() {
-    if needs_root() {
+    let Some(_lane) = root_shared() else {
         return;
-    }
+    };
     let wd = tempfile::Builder::new()
         .prefix("cs-tpcc-")
         .tempdir_in("/var/tmp")
@@ -138,6 +138,7 @@ fn interrupt_load(srv: &Server, db: &[&str], conn: &[&str], count: &str) -> std:
 
 #[test]
 fn interrupted_load_is_marked_incomplete_and_reloaded() {
+    let _lane = testkit::lane::shared();
     let Some(srv) = system_server(&[]) else {
         return;
     };
@@ -195,6 +196,7 @@ fn interrupted_load_is_marked_incomplete_and_reloaded() {
 
 #[test]
 fn interrupted_load_resumes_at_the_first_unfinished_warehouse() {
+    let _lane = testkit::lane::shared();
     let Some(srv) = system_server(&["--innodb-buffer-pool-size=512M"]) else {
         return;
     };

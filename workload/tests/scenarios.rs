@@ -46,6 +46,7 @@ fn check_summary(s: &Summary) {
 
 #[test]
 fn update_commits_match_the_table() {
+    let _lane = testkit::lane::shared();
     let Some(srv) = server() else { return };
     let mut out = Vec::new();
     let a = args(
@@ -130,6 +131,7 @@ fn update_commits_match_the_table() {
 
 #[test]
 fn hot_row_and_insert() {
+    let _lane = testkit::lane::shared();
     let Some(srv) = server() else { return };
     let sum = run::run(&args(
         &srv,
@@ -203,6 +205,7 @@ fn hot_row_and_insert() {
 
 #[test]
 fn refuses_an_unmarked_database_and_leaves_it_untouched() {
+    let _lane = testkit::lane::shared();
     let Some(srv) = server() else { return };
     srv.query("CREATE DATABASE precious; CREATE TABLE precious.tb (id INT PRIMARY KEY, c INT); INSERT INTO precious.tb VALUES (1, 41), (2, 42)")
         .unwrap();
@@ -248,6 +251,7 @@ fn cli(extra: &[&str]) -> WorkloadArgs {
 
 #[test]
 fn connection_errors_are_one_line() {
+    let _lane = testkit::lane::shared();
     let Some(srv) = server() else { return };
     srv.query("CREATE USER 'app'@'localhost' IDENTIFIED BY 'right'")
         .unwrap();
@@ -282,6 +286,7 @@ fn wire_exec_reports_codes_and_lost_connections() {
     use mysql::prelude::Queryable;
     use std::os::fd::AsRawFd;
     use workload::wire::{exec_u32, WireError};
+    let _lane = testkit::lane::shared();
     let Some(srv) = server() else { return };
     srv.query("CREATE DATABASE w; CREATE TABLE w.t (id INT UNSIGNED PRIMARY KEY)")
         .unwrap();

@@ -52,6 +52,7 @@ fn assert_delivered_once(srv: &Server) {
 
 #[test]
 fn load_run_check() {
+    let _lane = testkit::lane::shared();
     let Some(srv) = server() else { return };
 
     // Load W=1.
@@ -196,6 +197,7 @@ fn load_run_check() {
 /// Delivery as one transaction and keeps the data consistent.
 #[test]
 fn foreign_keys_and_single_commit_delivery() {
+    let _lane = testkit::lane::shared();
     let Some(srv) = server() else { return };
     let mut out = Vec::new();
     let summary = run::run_to(

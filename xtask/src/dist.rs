@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::{
     setup::MUSL_TARGET,
-    util::{build_fixture, cargo, fixture_mismatches, output, root, start_trace, status, succeeds},
+    util::{build_fixture, fixture_mismatches, output, root, start_trace, status, succeeds},
 };
 
 const PACKAGE: &str = "commitscope";
@@ -49,23 +49,45 @@ const COMPLETIONS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Builds target/dist: the static binary, the .deb, SHA256SUMS; runs
-/// lintian on the .deb and fails on an error tag.
-pub fn build() -> anyhow::Result<PathBuf> {
-    let dist = dist_dir();
-    let _ = std::fs::remove_dir_all(&dist);
-    std::fs::create_dir_all(&dist)?;
-    cargo(&[
+/// `cargo build` of the static binary into `target_dir`.
+pub fn compile_cmd(target_dir: &Path) -> Command {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut c = Command::new(cargo);
+    c.args([
         "build",
         "--release",
         "--target",
         MUSL_TARGET,
         "-p",
         "commitscope",
-    ])?;
-    let built = root().join(format!("target/{MUSL_TARGET}/release/commitscope"));
+    ])
+    .arg("--target-dir")
+    .arg(target_dir)
+    .current_dir(root());
+    c
+}
+
+/// The static binary [`compile_cmd`] leaves in `target_dir`.
+pub fn compiled(target_dir: &Path) -> PathBuf {
+    target_dir.join(format!("{MUSL_TARGET}/release/commitscope"))
+}
+
+/// Builds target/dist: the static binary, the .deb, SHA256SUMS; runs
+/// lintian on the .deb and fails on an error tag.
+pub fn build() -> anyhow::Result<PathBuf> {
+    let target = root().join("target");
+    status(&mut compile_cmd(&target))?;
+    package(&compiled(&target))
+}
+
+/// target/dist from the static binary `built`: stripped, staged into a
+/// .deb, summed, the .deb checked by lintian.
+pub fn package(built: &Path) -> anyhow::Result<PathBuf> {
+    let dist = dist_dir();
+    let _ = std::fs::remove_dir_all(&dist);
+    std::fs::create_dir_all(&dist)?;
     let bin = dist.join(static_name());
-    std::fs::copy(&built, &bin)?;
+    std::fs::copy(built, &bin)?;
     status(
         Command::new("strip")
             .args(["--strip-all", "--remove-section=.comment"])
@@ -363,8 +385,14 @@ impl Results {
 /// Builds target/dist, then checks the static binary and the .deb on this
 /// machine: installs it, uses it, removes it.
 pub fn test() -> anyhow::Result<()> {
-    let t0 = Instant::now();
     let dist = build()?;
+    check(&dist)
+}
+
+/// The checks of [`test`] on a built target/dist: installed, used as a
+/// user would, removed.
+pub fn check(dist: &Path) -> anyhow::Result<()> {
+    let t0 = Instant::now();
     let bin = dist.join(static_name());
     let deb = dist.join(deb_name());
     let mut r = Results {

@@ -34,56 +34,97 @@ struct Outcome {
 }
 
 pub fn run(seconds: u64, only: &[String]) -> anyhow::Result<()> {
-    let targets: Vec<&str> = if only.is_empty() {
-        TARGETS.to_vec()
-    } else {
-        for t in only {
-            if !TARGETS.contains(&t.as_str()) {
-                bail!("no fuzz target {t:?}: pick from {}", TARGETS.join(", "));
-            }
-        }
-        only.iter().map(String::as_str).collect()
-    };
+    let targets = pick(only)?;
+    util::status(&mut build_cmd(None))?;
+    run_built(seconds, &targets, None, 1)
+}
+
+/// The targets named (all when none is), checked against [`TARGETS`].
+pub fn pick(only: &[String]) -> anyhow::Result<Vec<&'static str>> {
+    if only.is_empty() {
+        return Ok(TARGETS.to_vec());
+    }
+    only.iter()
+        .map(|t| {
+            TARGETS
+                .iter()
+                .copied()
+                .find(|x| x == t)
+                .with_context(|| format!("no fuzz target {t:?}: pick from {}", TARGETS.join(", ")))
+        })
+        .collect()
+}
+
+/// `cargo +nightly fuzz SUB` in `fuzz/`, into `target_dir` when given.
+/// The tracer's build script would build the eBPF object with the
+/// sanitizer flags; the readers under test do not need it.
+fn fuzz_cmd(sub: &str, target_dir: Option<&Path>) -> Command {
+    let mut c = Command::new("cargo");
+    c.args(["+nightly", "fuzz", sub])
+        .env("AYA_BUILD_SKIP", "1")
+        .current_dir(util::root().join("fuzz"));
+    if let Some(d) = target_dir {
+        c.arg("--target-dir").arg(d);
+    }
+    c
+}
+
+/// Builds every target (`cargo fuzz build`).
+pub fn build_cmd(target_dir: Option<&Path>) -> Command {
+    fuzz_cmd("build", target_dir)
+}
+
+/// Runs each of `targets`, built by [`build_cmd`] into `target_dir`, for
+/// `seconds`, `parallel` at a time (libFuzzer runs on one core), and
+/// prints the closing table; the first failing input fails the task.
+pub fn run_built(
+    seconds: u64,
+    targets: &[&'static str],
+    target_dir: Option<&Path>,
+    parallel: usize,
+) -> anyhow::Result<()> {
     let dir = util::root().join("fuzz");
-    // The tracer's build script would build the eBPF object with the
-    // sanitizer flags; the readers under test do not need it.
-    let fuzz = |args: &[&str]| {
-        let mut c = Command::new("cargo");
-        c.args(["+nightly", "fuzz"])
-            .args(args)
-            .env("AYA_BUILD_SKIP", "1")
-            .current_dir(&dir);
-        c
-    };
-    util::status(&mut fuzz(&["build"]))?;
     let mut outcomes = Vec::new();
-    for t in targets {
-        let corpus = dir.join("corpus").join(t);
-        std::fs::create_dir_all(&corpus).with_context(|| format!("{}", corpus.display()))?;
-        let seeds = dir.join("seeds").join(t);
-        eprintln!("xtask: fuzzing {t} for {seconds} s");
-        let out = fuzz(&["run", t])
-            .arg(&corpus)
-            .arg(&seeds)
-            .arg("--")
-            .args(libfuzzer_args(seconds))
-            .output()
-            .with_context(|| format!("cannot run cargo fuzz run {t}"))?;
-        let log = String::from_utf8_lossy(&out.stderr);
-        if !out.status.success() {
-            let tail: Vec<&str> = log.lines().rev().take(40).collect();
-            let tail: Vec<&str> = tail.into_iter().rev().collect();
-            eprintln!("{}", tail.join("\n"));
-            let artifact = artifact_of(&log).unwrap_or_else(|| "(see the log above)".into());
-            bail!(
-                "fuzz target {t} found a failing input: {artifact}; replay it with `cd fuzz && AYA_BUILD_SKIP=1 cargo +nightly fuzz run {t} {artifact}`, fix it, add a regression test, and copy the input into fuzz/seeds/{t}/"
-            );
+    for chunk in targets.chunks(parallel.max(1)) {
+        let running: Vec<_> = chunk
+            .iter()
+            .map(|&t| {
+                let corpus = dir.join("corpus").join(t);
+                std::fs::create_dir_all(&corpus)
+                    .with_context(|| format!("{}", corpus.display()))?;
+                let seeds = dir.join("seeds").join(t);
+                eprintln!("xtask: fuzzing {t} for {seconds} s");
+                let child = fuzz_cmd("run", target_dir)
+                    .arg(t)
+                    .arg(&corpus)
+                    .arg(&seeds)
+                    .arg("--")
+                    .args(libfuzzer_args(seconds))
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .with_context(|| format!("cannot run cargo fuzz run {t}"))?;
+                Ok((t, corpus, seeds, child))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        for (t, corpus, seeds, child) in running {
+            let out = child.wait_with_output()?;
+            let log = String::from_utf8_lossy(&out.stderr);
+            if !out.status.success() {
+                let tail: Vec<&str> = log.lines().rev().take(40).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                eprintln!("{}", tail.join("\n"));
+                let artifact = artifact_of(&log).unwrap_or_else(|| "(see the log above)".into());
+                bail!(
+                    "fuzz target {t} found a failing input: {artifact}; replay it with `cd fuzz && AYA_BUILD_SKIP=1 cargo +nightly fuzz run {t} {artifact}`, fix it, add a regression test, and copy the input into fuzz/seeds/{t}/"
+                );
+            }
+            outcomes.push(Outcome {
+                target: t.to_string(),
+                runs: runs_of(&log).context("libFuzzer printed no `Done N runs` line")?,
+                corpus: count(&corpus) + count(&seeds),
+            });
         }
-        outcomes.push(Outcome {
-            target: t.to_string(),
-            runs: runs_of(&log).context("libFuzzer printed no `Done N runs` line")?,
-            corpus: count(&corpus) + count(&seeds),
-        });
     }
     println!(
         "{:<14} {:>12} {:>8} {:>8}",

@@ -1,5 +1,6 @@
 //! Developer tasks: `cargo xtask setup|build|test|lint|servers|run|fuzz|soak|vm-test|dist|dist-test|bench`.
 //! Never shipped to users; the README's two commands go through here.
+mod background;
 mod bench;
 mod bench_arms;
 mod bench_exporter;
@@ -16,6 +17,7 @@ mod modgraph;
 mod run_tests;
 mod setup;
 mod soak;
+mod suite;
 mod util;
 mod vm;
 
@@ -34,9 +36,12 @@ enum Cmd {
     Setup,
     /// Build everything (eBPF object included), release mode.
     Build,
-    /// setup + fmt check + clippy + the whole test suite.
+    /// setup + lint + the whole test suite: the test binaries side by
+    /// side, the kernel matrix, the distribution, the fuzz targets; then
+    /// where the time went.
     Test {
-        /// Extra arguments for `cargo test`.
+        /// Extra arguments for `cargo test` (the build), then after `--`
+        /// the test binaries' own (a filter, --nocapture).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
@@ -148,38 +153,132 @@ fn lint() -> anyhow::Result<()> {
 /// Every stage runs even when one before it failed, so one red test shows
 /// the whole picture; the summary at the end names every failure and the
 /// exit is non-zero when there is one. Only a failed setup stops at once
-/// (nothing after it could run).
+/// (nothing after it could run). The builds that need no quiet machine
+/// (the static binary, the fuzz targets) run in the background while the
+/// test binaries wait on their servers (`background`); the closing table
+/// says where the time went.
+///
+/// `args`: cargo's (`--test mysql`, `-p workload`), then after `--` the
+/// test harness's (a filter, `--nocapture`).
 fn test(args: &[String]) -> anyhow::Result<()> {
-    setup::run()?;
+    let mut clock = run_tests::Timings::default();
+    clock.stage("setup", setup::run)?;
+    let (cargo_args, harness) = match args.iter().position(|a| a == "--") {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => (args, &[][..]),
+    };
     let mut failed = run_tests::Failures::default();
-    failed.stage("lint (fmt, clippy, hermetic tests, import circles)", lint());
-    // The shared eBPF types' unit tests (the crate is not a default member).
-    failed.cargo_tests(&["test", "-p", "tracer-ebpf", "--lib"]);
-    // --all-targets: every test target, without empty doc-test runs;
-    // --no-fail-fast: every test binary, whatever the one before did.
-    let mut a = vec!["test", "--all-targets", "--no-fail-fast"];
-    a.extend(args.iter().map(String::as_str));
-    // Tests start real servers: two at a time on a 2-core machine.
-    if !args.iter().any(|x| x == "--") {
-        a.extend(["--", "--test-threads=2"]);
+    failed.stage(
+        "lint (fmt, clippy, hermetic tests, import graph)",
+        clock.stage("lint", lint),
+    );
+    // --all-targets: every test target, without empty doc-test runs. The
+    // shared eBPF types' unit tests too (the crate is not a default
+    // member: its binary only builds for the BPF target).
+    let mut build_args = vec!["--all-targets".to_string()];
+    build_args.extend(cargo_args.iter().cloned());
+    let bins = clock.stage("build the test binaries", || -> anyhow::Result<_> {
+        let mut bins = suite::build(&build_args)?;
+        bins.extend(suite::build(&[
+            "-p".into(),
+            "tracer-ebpf".into(),
+            "--lib".into(),
+        ])?);
+        Ok(bins)
+    });
+    let bins = match bins {
+        Ok(b) => b,
+        Err(e) => {
+            failed.stage("build the test binaries", Err(e));
+            Vec::new()
+        }
+    };
+    // The static binary and the fuzz targets build while the tests run.
+    let dist_dir = background::scratch("dist-target");
+    let fuzz_dir = background::scratch("fuzz-target");
+    let jobs = (
+        background::Job::spawn("static binary build", dist::compile_cmd(&dist_dir)),
+        background::Job::spawn("fuzz targets build", fuzz::build_cmd(Some(&fuzz_dir))),
+    );
+    let pauser = match &jobs {
+        (Ok(a), Ok(b)) => Some(background::Pauser::start(&[a, b])),
+        _ => None,
+    };
+    let mut harness: Vec<String> = harness.to_vec();
+    if !harness.iter().any(|a| a.starts_with("--test-threads")) {
+        harness.push(format!("--test-threads={TEST_THREADS}"));
     }
-    failed.cargo_tests(&a);
+    let ran = clock.stage("test binaries, side by side", || {
+        suite::run(bins, &harness, print_binary)
+    });
+    for r in &ran {
+        failed.binary(r);
+        clock.binary(r);
+    }
+    if let Some(p) = pauser {
+        let held = p.finish();
+        eprintln!(
+            "xtask: background builds held stopped {:.0} s while tests ran alone",
+            held.as_secs_f64()
+        );
+    }
     // The kernel matrix (issue 18) with the debug binary the tests built:
     // Debian's kernels under qemu, exact counts per fsync probe.
     let kernels: Vec<String> = vm::DEFAULT_KERNELS.iter().map(|s| s.to_string()).collect();
     let debug_bin = util::root().join("target/debug/commitscope");
-    if debug_bin.exists() {
-        failed.stage("vm-test", vm::run(&kernels, Some(debug_bin)));
-    } else {
-        failed.stage(
-            "vm-test",
-            Err(anyhow::anyhow!("no debug binary: the test build failed")),
-        );
-    }
+    let vm = clock.stage("vm-test (kernels side by side)", || {
+        if debug_bin.exists() {
+            vm::run(&kernels, Some(debug_bin))
+        } else {
+            Err(anyhow::anyhow!("no debug binary: the test build failed"))
+        }
+    });
+    failed.stage("vm-test", vm);
     // The distribution (issue 16): the static binary and the .deb,
     // installed, used and removed here.
-    failed.stage("dist-test", dist::test());
+    let (dist_job, fuzz_job) = jobs;
+    let dist = clock.stage("dist-test (the rest of its build, then checks)", || {
+        dist_job?.wait()?;
+        dist::check(&dist::package(&dist::compiled(&dist_dir))?)
+    });
+    failed.stage("dist-test", dist);
+    // Every reader of hostile input under libFuzzer.
+    let fuzz = clock.stage("fuzz (the rest of its build, targets side by side)", || {
+        fuzz_job?.wait()?;
+        fuzz::run_built(FUZZ_SECONDS, fuzz::TARGETS, Some(&fuzz_dir), 2)
+    });
+    failed.stage("fuzz", fuzz);
+    let _ = std::fs::remove_dir_all(background::scratch_root());
+    clock.print();
     failed.finish()
+}
+
+/// Threads per test binary: enough for its quick tests to run while its
+/// server tests wait for a lane.
+const TEST_THREADS: usize = 4;
+
+/// Seconds per fuzz target in the suite.
+const FUZZ_SECONDS: u64 = 30;
+
+/// A test binary's output as cargo prints it: its `Running` line, then
+/// everything it wrote.
+fn print_binary(r: &suite::Ran) {
+    use std::io::Write;
+    let exe = r
+        .binary
+        .exe
+        .strip_prefix(util::root())
+        .unwrap_or(&r.binary.exe);
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(
+        o,
+        "     Running {} ({}) [{:.1} s]",
+        r.binary.name,
+        exe.display(),
+        r.wall.as_secs_f64()
+    );
+    let _ = o.write_all(r.output.as_bytes());
+    let _ = o.flush();
 }
 
 fn run(args: &[String]) -> anyhow::Result<()> {

@@ -435,6 +435,7 @@ pub const ROOTS: &[&str] = &[
     "workload/src/lib.rs",
     "xtask/src/main.rs",
     "testkit/src/lib.rs",
+    "tracer-ebpf/src/main.rs",
 ];
 
 /// Fails naming every circle in the workspace's crates.

@@ -1,10 +1,11 @@
 //! `cargo xtask test`'s bookkeeping: run each stage to the end and name
 //! every failure in one summary, instead of stopping at the first red
-//! test binary (which hid every test after it on a fresh machine).
-use std::{
-    io::{BufRead, BufReader, Write},
-    process::{Command, Stdio},
-};
+//! test binary (which hid every test after it on a fresh machine); and
+//! where the time went, stage by stage and binary by binary, so anyone
+//! can see what to cut next.
+use std::time::{Duration, Instant};
+
+use crate::{cpustat::CpuTimes, suite::Ran};
 
 /// What failed so far, in the order it happened.
 #[derive(Default)]
@@ -19,19 +20,24 @@ impl Failures {
         }
     }
 
-    /// Runs `cargo ARGS` (a `cargo test`), echoing its output as it comes,
-    /// and records each failed test as `<test binary>::<test>`, and each
-    /// binary that failed without naming a test (a crash, a build error).
-    pub fn cargo_tests(&mut self, args: &[&str]) {
-        match run_and_read(args) {
-            Ok((ok, failures)) => {
-                if !ok && failures.is_empty() {
-                    self.0.push(format!("cargo {}: failed", args.join(" ")));
-                }
-                self.0.extend(failures);
-            }
-            Err(e) => self.0.push(format!("cargo {}: {e:#}", args.join(" "))),
+    /// Records the failed tests of a test binary's run (its output read
+    /// as cargo's), or the binary itself when it failed without naming
+    /// one (a crash, an abort).
+    pub fn binary(&mut self, ran: &Ran) {
+        let mut r = FailureReader {
+            binary: ran.binary.name.clone(),
+            ..Default::default()
+        };
+        for l in ran.output.lines() {
+            r.line(l);
         }
+        if !ran.ok && r.failures.is_empty() {
+            r.failures.push(format!(
+                "{} ({}): died before its summary",
+                ran.binary.name, ran.binary.rerun
+            ));
+        }
+        self.0.extend(r.failures);
     }
 
     /// The summary: nothing when all passed, else every failure and an
@@ -49,32 +55,85 @@ impl Failures {
     }
 }
 
-/// Runs cargo with stderr merged into stdout (one ordered stream, so each
-/// failed test is attributed to the binary whose `Running` line came
-/// before it): (exit status ok, the failures read).
-fn run_and_read(args: &[&str]) -> anyhow::Result<(bool, Vec<String>)> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg("exec \"$0\" \"$@\" 2>&1")
-        .arg(&cargo)
-        .args(args)
-        .current_dir(crate::util::root())
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let out = child.stdout.take().expect("piped");
-    let mut reader = FailureReader::default();
-    let stdout = std::io::stdout();
-    for line in BufReader::new(out).lines() {
-        let line = line?;
-        {
-            let mut o = stdout.lock();
-            let _ = writeln!(o, "{line}");
+/// Each stage's wall time (and how busy the CPUs were meanwhile) and
+/// each test binary's, printed slowest first at the end of the run.
+pub struct Timings {
+    started: Instant,
+    stages: Vec<(String, Duration, Option<f64>)>,
+    binaries: Vec<(String, Duration, u64)>,
+}
+
+impl Default for Timings {
+    fn default() -> Self {
+        Timings {
+            started: Instant::now(),
+            stages: Vec::new(),
+            binaries: Vec::new(),
         }
-        reader.line(&line);
     }
-    let st = child.wait()?;
-    Ok((st.success(), reader.failures))
+}
+
+/// The tests a binary ran, from its `test result:` line.
+pub fn tests_in(output: &str) -> u64 {
+    output
+        .lines()
+        .filter_map(|l| l.strip_prefix("test result: "))
+        .flat_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.windows(2)
+                .filter(|p| p[1].starts_with("passed") || p[1].starts_with("failed"))
+                .filter_map(|p| p[0].parse::<u64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
+impl Timings {
+    /// Runs `f` as the stage `name`, timed.
+    pub fn stage<T>(&mut self, name: &str, f: impl FnOnce() -> T) -> T {
+        let (t0, c0) = (Instant::now(), CpuTimes::now());
+        let r = f();
+        let busy = c0.zip(CpuTimes::now()).and_then(|(a, b)| {
+            let (busy, idle) = (b.busy - a.busy, b.idle - a.idle);
+            (busy + idle > 0).then(|| busy as f64 / (busy + idle) as f64)
+        });
+        self.stages.push((name.to_string(), t0.elapsed(), busy));
+        r
+    }
+
+    pub fn binary(&mut self, ran: &Ran) {
+        self.binaries
+            .push((ran.binary.label(), ran.wall, tests_in(&ran.output)));
+    }
+
+    /// The table: stages in order, then the binaries slowest first.
+    pub fn print(&self) {
+        let mut o = String::new();
+        let total = self.started.elapsed().as_secs_f64();
+        o.push_str("xtask: where the time went (wall)\n");
+        o.push_str(&format!(
+            "  {:<48} {:>8} {:>6}\n",
+            "stage", "seconds", "cpu"
+        ));
+        for (name, d, busy) in &self.stages {
+            let busy = busy.map_or("-".to_string(), |b| format!("{:.0} %", b * 100.0));
+            o.push_str(&format!(
+                "  {name:<48} {:>8.1} {busy:>6}\n",
+                d.as_secs_f64()
+            ));
+        }
+        o.push_str(&format!("  {:<48} {total:>8.1}\n", "whole run"));
+        let mut bins = self.binaries.clone();
+        bins.sort_by_key(|b| std::cmp::Reverse(b.1));
+        o.push_str(&format!(
+            "  {:<48} {:>8} {:>6}\n",
+            "test binary (side by side)", "seconds", "tests"
+        ));
+        for (name, d, n) in &bins {
+            o.push_str(&format!("  {name:<48} {:>8.1} {n:>6}\n", d.as_secs_f64()));
+        }
+        print!("{o}");
+    }
 }
 
 /// Reads `cargo test` output line by line.

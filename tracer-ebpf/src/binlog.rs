@@ -1,0 +1,448 @@
+//! The binlog group commit. User space attaches each program where the
+//! server family has that boundary (probes/profiles.rs); these only count
+//! and timestamp. MySQL: a flush-stage leader opens its group and marks
+//! where it begins in the count of flushed commits, and counts each
+//! member's cache it writes; a sync leader's fetch of its queue closes the
+//! group before it, from the previous sync leader's mark to its own (see
+//! `BinlogMarks`). MariaDB: one leader does it all, and the end of its
+//! binlog sync closes the group.
+use aya_ebpf::{
+    bindings::BPF_NOEXIST,
+    helpers::bpf_ktime_get_ns,
+    macros::{map, uprobe, uretprobe},
+    maps::{Array, HashMap, PerCpuArray},
+    programs::{ProbeContext, RetProbeContext},
+};
+use tracer_ebpf::{
+    BinlogMarks, BinlogThread, CommitStage, Counter, HistKind, SizeHist, MAX_THREADS,
+};
+
+use crate::{
+    ack::ack_overlap,
+    commit_path::{cp_add, cp_binlog_entered, cp_span},
+    config::{cfg_u32, BINLOG_CLOSE_AT_FLUSH, PRED_G_ARG, PRED_G_MASK, PRED_G_OP, PRED_G_VALUE},
+    helpers::{add, bump, count_size, is_target, predicate, record_kind},
+};
+
+/// Binlog group sizes: commits per group, exact.
+#[map]
+static BINLOG_SIZES: PerCpuArray<SizeHist> = PerCpuArray::with_max_entries(1, 0);
+
+/// MySQL's sync-group marks (see `BinlogMarks`), shared by all CPUs.
+#[map]
+static BINLOG_MARKS: Array<BinlogMarks> = Array::with_max_entries(1, 0);
+
+/// Stage leaders' state, per thread.
+#[map]
+static BINLOG_THREADS: HashMap<u64, BinlogThread> = HashMap::with_max_entries(MAX_THREADS, 0);
+
+/// Binlog groups led, per leader thread (pid_tgid): written by group
+/// closers only, one at a time (LOCK_log or the sync stage's lock).
+#[map]
+static BINLOG_LEADERS: HashMap<u64, u64> = HashMap::with_max_entries(MAX_THREADS, 0);
+
+// The binlog group commit. User space attaches each program where the
+// server family has that boundary (probes/profiles.rs, `BinlogProfile`);
+// these only count and timestamp. MySQL: a flush-stage leader opens its
+// group and marks where it begins in the count of flushed commits, and
+// counts each member's cache it writes; a sync leader's fetch of its queue closes the group before it, from
+// the previous sync leader's mark to its own (see `BinlogMarks`).
+// MariaDB: one leader does it all, and the end of its binlog sync closes
+// the group.
+
+/// This thread's binlog state, created zeroed on first use.
+#[inline(always)]
+pub(crate) fn binlog_thread(id: u64) -> Option<*mut BinlogThread> {
+    if let Some(p) = BINLOG_THREADS.get_ptr_mut(id) {
+        return Some(p);
+    }
+    let zero = BinlogThread {
+        flush_start: 0,
+        members: 0,
+        write_start: 0,
+        flushed_at: 0,
+        sync_start: 0,
+        commit_start: 0,
+        entered: 0,
+        redo_start: 0,
+        redo_ns: 0,
+        mark: 0,
+    };
+    let _ = BINLOG_THREADS.insert(id, zero, BPF_NOEXIST as u64);
+    let p = BINLOG_THREADS.get_ptr_mut(id);
+    if p.is_none() {
+        bump(Counter::BinlogLost);
+    }
+    p
+}
+
+/// Whether thread `id` leads a binlog flush stage now (its syncs there
+/// are the binlog's, not its commit's own).
+#[inline(always)]
+pub(crate) fn leads_flush_stage(id: u64) -> bool {
+    BINLOG_THREADS
+        .get_ptr(id)
+        .is_some_and(|t| unsafe { (*t).flush_start } != 0)
+}
+
+/// A group of `n` commits led by thread `leader` closes. Without the
+/// member probe (light tier) every group has 0 members: it is counted,
+/// its size is not.
+#[inline(always)]
+pub(crate) fn binlog_group(n: u64, leader: u64) {
+    bump(Counter::BinlogGroups);
+    if n > 0 {
+        add(Counter::BinlogCommits, n);
+        count_size(&BINLOG_SIZES, n);
+    }
+    if leader == 0 {
+        return;
+    }
+    match BINLOG_LEADERS.get_ptr_mut(leader) {
+        Some(c) => unsafe { *c += 1 },
+        None => {
+            if BINLOG_LEADERS
+                .insert(leader, 1, BPF_NOEXIST as u64)
+                .is_err()
+            {
+                bump(Counter::BinlogLost);
+            }
+        }
+    }
+}
+
+/// A commit enters the binlog's group commit (MySQL's `ordered_commit`,
+/// MariaDB's `write_transaction_to_binlog_events`): if its thread leads
+/// the next flush stage, its wait until then is the group's queue wait.
+/// Per commit, so exact tier only.
+#[uprobe]
+pub fn binlog_enter(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let now = unsafe { bpf_ktime_get_ns() };
+    if let Some(t) = binlog_thread(id) {
+        unsafe { (*t).entered = now };
+    }
+    cp_binlog_entered(id, now);
+    0
+}
+
+/// The same entry for the commit's span alone: a light tier's exact
+/// window. The binlog's own queue wait is the exact tier's: an entry
+/// seen in a window and a flush after it would be a wait that never was.
+#[uprobe]
+pub fn binlog_enter_span(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    cp_binlog_entered(id, unsafe { bpf_ktime_get_ns() });
+    0
+}
+
+/// The commit leaves the binlog's group commit: if it did not lead a
+/// flush stage (which clears its entry), it waited for its leader all
+/// along.
+#[uretprobe]
+pub fn binlog_enter_return(_ctx: RetProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    if let Some(s) = cp_span(id) {
+        unsafe { (*s).in_binlog = 0 };
+        let entered = unsafe { (*s).binlog_entered };
+        if entered != 0 {
+            unsafe { (*s).binlog_entered = 0 };
+            let now = unsafe { bpf_ktime_get_ns() };
+            let d = now.saturating_sub(entered);
+            // Part of the wait may have been its leader's wait for the
+            // replica's acknowledgement: that part is the ack's stage.
+            let acked = ack_overlap(entered, now).min(d);
+            cp_add(id, CommitStage::ReplicaAck, acked);
+            cp_add(id, CommitStage::BinlogFollowerWait, d - acked);
+        }
+    }
+    0
+}
+
+/// The flush stage's redo flush begins (MySQL's `ha_flush_logs`), timed
+/// only inside a flush stage (FLUSH LOGS and the like call it too).
+#[uprobe]
+pub fn binlog_redo_entry(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    if let Some(t) = BINLOG_THREADS.get_ptr_mut(id) {
+        unsafe {
+            if (*t).flush_start != 0 {
+                (*t).redo_start = bpf_ktime_get_ns();
+            }
+        }
+    }
+    0
+}
+
+#[uretprobe]
+pub fn binlog_redo_return(_ctx: RetProbeContext) -> u32 {
+    let d = binlog_stage_ends(
+        |t| unsafe { &raw mut (*t).redo_start },
+        Counter::BinlogRedoFlushes,
+        Counter::BinlogRedoNs,
+        HistKind::BinlogRedo,
+        None,
+    );
+    if let Some(id) = is_target() {
+        if let Some(t) = BINLOG_THREADS.get_ptr_mut(id) {
+            unsafe { (*t).redo_ns += d };
+        }
+    }
+    0
+}
+
+#[uprobe]
+pub fn binlog_flush_open(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let Some(t) = binlog_thread(id) else { return 0 };
+    let now = unsafe { bpf_ktime_get_ns() };
+    unsafe {
+        (*t).flush_start = now;
+        (*t).members = 0;
+        (*t).redo_ns = 0;
+        let entered = (*t).entered;
+        if entered != 0 {
+            (*t).entered = 0;
+            let d = now.saturating_sub(entered);
+            bump(Counter::BinlogQueueWaits);
+            add(Counter::BinlogQueueWaitNs, d);
+            record_kind(HistKind::BinlogQueueWait, d);
+        }
+        // MySQL: where this flush group begins in the count of flushed
+        // commits (plain read: flush leaders come here one at a time,
+        // under the server's LOCK_log).
+        if cfg_u32(&BINLOG_CLOSE_AT_FLUSH) == 0 {
+            if let Some(m) = BINLOG_MARKS.get_ptr_mut(0) {
+                (*t).mark = (*m).flushed + 1;
+            }
+        }
+    }
+    // The commit path: this commit leads; its wait so far was the queue.
+    if let Some(s) = cp_span(id) {
+        let entered = unsafe { (*s).binlog_entered };
+        if entered != 0 {
+            unsafe { (*s).binlog_entered = 0 };
+            cp_add(
+                id,
+                CommitStage::BinlogQueueWait,
+                now.saturating_sub(entered),
+            );
+        }
+    }
+    0
+}
+
+/// A member's cache written by its flush leader: one per commit, under
+/// LOCK_log on MySQL (so the count of flushed commits is a plain add).
+#[uprobe]
+pub fn binlog_member(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
+        return 0;
+    };
+    unsafe {
+        if (*t).flush_start == 0 {
+            return 0;
+        }
+        (*t).members += 1;
+    }
+    if cfg_u32(&BINLOG_CLOSE_AT_FLUSH) == 0 {
+        if let Some(m) = BINLOG_MARKS.get_ptr_mut(0) {
+            unsafe { (*m).flushed += 1 };
+        }
+    }
+    0
+}
+
+#[uprobe]
+pub fn binlog_write_entry(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    if let Some(t) = BINLOG_THREADS.get_ptr_mut(id) {
+        unsafe {
+            if (*t).flush_start != 0 {
+                (*t).write_start = bpf_ktime_get_ns();
+            }
+        }
+    }
+    0
+}
+
+/// The flush stage ends (the binlog write returns): its commits go to the
+/// sync stage, or close a group where the family has no separate one.
+#[uretprobe]
+pub fn binlog_flush_close(_ctx: RetProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
+        return 0;
+    };
+    let now = unsafe { bpf_ktime_get_ns() };
+    let (start, n, write, redo) = unsafe {
+        (
+            (*t).flush_start,
+            (*t).members,
+            (*t).write_start,
+            (*t).redo_ns,
+        )
+    };
+    if start == 0 {
+        return 0;
+    }
+    // The redo flush inside it is the redo's stage (timed by the write
+    // probe's return), not the binlog's. Where the group closes here
+    // (MariaDB), the write function is the binlog's write-out and sync:
+    // the sync's stage; before it, the leader waited for its group
+    // (`binlog_commit_wait_*`) and wrote the members' caches.
+    let closes_here = cfg_u32(&BINLOG_CLOSE_AT_FLUSH) != 0;
+    let sync = if closes_here && write != 0 {
+        now.saturating_sub(write)
+    } else {
+        0
+    };
+    cp_add(id, CommitStage::BinlogSync, sync);
+    cp_add(
+        id,
+        CommitStage::BinlogFlush,
+        now.saturating_sub(start)
+            .saturating_sub(redo)
+            .saturating_sub(sync),
+    );
+    let close_at_flush = cfg_u32(&BINLOG_CLOSE_AT_FLUSH) != 0;
+    unsafe {
+        (*t).flush_start = 0;
+        (*t).write_start = 0;
+        // A sync stage of its own waits from here (MySQL); where the
+        // group closes here, there is none to wait for.
+        if !close_at_flush {
+            (*t).flushed_at = now;
+        }
+    }
+    bump(Counter::BinlogFlushGroups);
+    let d = now.saturating_sub(start);
+    add(Counter::BinlogFlushNs, d);
+    record_kind(HistKind::BinlogFlush, d);
+    if write != 0 {
+        add(Counter::BinlogWriteNs, now.saturating_sub(write));
+    }
+    if close_at_flush {
+        binlog_group(n, id);
+    }
+    0
+}
+
+/// The sync stage's leader fetches its queue: the group before it ends
+/// where this leader's own flush group began (see `BinlogMarks`). The
+/// last group of a trace is closed by nobody, the first one seen is
+/// skipped: it began before the probes.
+#[uprobe]
+pub fn binlog_group_close(ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    if !predicate(&ctx, &PRED_G_ARG, &PRED_G_OP, &PRED_G_MASK, &PRED_G_VALUE) {
+        return 0;
+    }
+    let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
+        return 0;
+    };
+    let Some(m) = BINLOG_MARKS.get_ptr_mut(0) else {
+        return 0;
+    };
+    unsafe {
+        let mark = (*t).mark;
+        if mark == 0 {
+            return 0;
+        }
+        (*t).mark = 0;
+        let last = (*m).last;
+        if mark < last {
+            return 0;
+        }
+        (*m).last = mark;
+        let leader = (*m).leader;
+        (*m).leader = id;
+        if last != 0 {
+            binlog_group(mark - last, leader);
+        }
+    }
+    0
+}
+
+#[uprobe]
+pub fn binlog_sync_entry(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let Some(t) = binlog_thread(id) else { return 0 };
+    let now = unsafe { bpf_ktime_get_ns() };
+    unsafe {
+        (*t).sync_start = now;
+        let flushed = (*t).flushed_at;
+        if flushed != 0 {
+            (*t).flushed_at = 0;
+            let d = now.saturating_sub(flushed);
+            add(Counter::BinlogSyncWaitNs, d);
+            record_kind(HistKind::BinlogSyncWait, d);
+            cp_add(id, CommitStage::BinlogSyncWait, d);
+        }
+    }
+    0
+}
+
+/// A timed stage ends on this thread: the time since `start` (a field of
+/// its state, cleared here) is counted under `count`, `ns` and `hist`.
+#[inline(always)]
+pub(crate) fn binlog_stage_ends(
+    start: impl Fn(*mut BinlogThread) -> *mut u64,
+    count: Counter,
+    ns: Counter,
+    hist: HistKind,
+    stage: Option<CommitStage>,
+) -> u64 {
+    let Some(id) = is_target() else { return 0 };
+    let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
+        return 0;
+    };
+    let at = start(t);
+    let began = unsafe { *at };
+    if began == 0 {
+        return 0;
+    }
+    unsafe { *at = 0 };
+    let d = unsafe { bpf_ktime_get_ns() }.saturating_sub(began);
+    bump(count);
+    add(ns, d);
+    record_kind(hist, d);
+    if let Some(stage) = stage {
+        cp_add(id, stage, d);
+    }
+    d
+}
+
+#[uretprobe]
+pub fn binlog_sync_return(_ctx: RetProbeContext) -> u32 {
+    binlog_stage_ends(
+        |t| unsafe { &raw mut (*t).sync_start },
+        Counter::BinlogSyncs,
+        Counter::BinlogSyncNs,
+        HistKind::BinlogSync,
+        Some(CommitStage::BinlogSync),
+    );
+    0
+}
+
+#[uprobe]
+pub fn binlog_commit_entry(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    if let Some(t) = binlog_thread(id) {
+        unsafe { (*t).commit_start = bpf_ktime_get_ns() };
+    }
+    0
+}
+
+#[uretprobe]
+pub fn binlog_commit_return(_ctx: RetProbeContext) -> u32 {
+    binlog_stage_ends(
+        |t| unsafe { &raw mut (*t).commit_start },
+        Counter::BinlogCommitGroups,
+        Counter::BinlogCommitNs,
+        HistKind::BinlogCommit,
+        Some(CommitStage::BinlogCommit),
+    );
+    0
+}
