@@ -3,7 +3,8 @@
 //! `--version` output, and symbol names shortened for display.
 #![no_main]
 use commitscope::{
-    probes::profiles::{parse_version_output, short_name, ServerId},
+    family::{parse_version_output, ServerId},
+    probes::profiles::short_name,
     server::options::{OptionAxis, ServerOption},
 };
 use libfuzzer_sys::fuzz_target;

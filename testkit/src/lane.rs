@@ -16,10 +16,13 @@
 //!
 //! The lanes are `flock`s on files in one directory of the machine's temp
 //! dir, so they hold across processes: [`shared_slots`] slot files, each
-//! held by one shared test, and a gate that an alone test takes before
-//! every slot, which keeps new shared tests out while it waits for the
-//! running ones to end. A lock goes with its file descriptor: a test that
-//! panics or a process that dies releases its lane.
+//! held by one shared test. An alone test takes every slot at once, only
+//! when all are free: while shared tests keep coming, the alone ones wait,
+//! and run one after the other once the shared ones are done (a queue
+//! file orders them; an `alone` file says one holds the machine, which is
+//! what `cargo xtask test` stops its background builds for). A lock goes
+//! with its file descriptor: a test that panics or a process that dies
+//! releases its lane.
 use std::{cell::Cell, fs::File, os::fd::AsRawFd, path::PathBuf, time::Duration};
 
 /// Shared tests that may run at once: one per core, and one more, since
@@ -87,8 +90,7 @@ fn mark_held() {
     });
 }
 
-/// Waits for a shared lane: a free slot while no alone test holds or
-/// waits for the gate.
+/// Waits for a shared lane: a free slot.
 pub fn shared() -> Lane {
     mark_held();
     Lanes::machine().shared()
@@ -100,49 +102,70 @@ pub fn alone() -> Lane {
     Lanes::machine().alone()
 }
 
-/// Whether a test holds the machine alone, or waits for it: what
-/// `cargo xtask test` stops its background builds for.
-pub fn alone_wanted() -> bool {
-    let gate = Lanes::machine().open("gate");
-    let free = flock(&gate, libc::LOCK_SH | libc::LOCK_NB);
-    if free {
-        flock(&gate, libc::LOCK_UN);
-    }
-    !free
+/// Whether a test holds the machine alone now: what `cargo xtask test`
+/// stops its background builds for.
+pub fn alone_running() -> bool {
+    Lanes::machine().alone_running()
 }
 
+/// How long a waiting test sleeps between tries.
+const POLL: Duration = Duration::from_millis(25);
+
 impl Lanes {
-    fn shared(&self) -> Lane {
-        let gate = self.open("gate");
-        let slots: Vec<File> = (0..shared_slots())
+    fn alone_running(&self) -> bool {
+        let running = self.open("alone");
+        let free = flock(&running, libc::LOCK_SH | libc::LOCK_NB);
+        if free {
+            flock(&running, libc::LOCK_UN);
+        }
+        !free
+    }
+
+    fn slots(&self) -> Vec<File> {
+        (0..shared_slots())
             .map(|i| self.open(&format!("slot{i}")))
-            .collect();
+            .collect()
+    }
+
+    fn shared(&self) -> Lane {
+        let mut slots = self.slots();
         loop {
-            if flock(&gate, libc::LOCK_SH | libc::LOCK_NB) {
-                let got = slots
-                    .iter()
-                    .position(|s| flock(s, libc::LOCK_EX | libc::LOCK_NB));
-                flock(&gate, libc::LOCK_UN);
-                if let Some(i) = got {
-                    let mut slots = slots;
-                    return Lane {
-                        _files: vec![slots.swap_remove(i)],
-                    };
-                }
+            if let Some(i) = slots
+                .iter()
+                .position(|s| flock(s, libc::LOCK_EX | libc::LOCK_NB))
+            {
+                return Lane {
+                    _files: vec![slots.swap_remove(i)],
+                };
             }
-            std::thread::sleep(Duration::from_millis(25));
+            std::thread::sleep(POLL);
         }
     }
 
     fn alone(&self) -> Lane {
-        let gate = self.open("gate");
-        assert!(flock(&gate, libc::LOCK_EX), "flock the test gate");
-        let mut files = vec![gate];
-        for i in 0..shared_slots() {
-            let s = self.open(&format!("slot{i}"));
-            assert!(flock(&s, libc::LOCK_EX), "flock test slot {i}");
-            files.push(s);
+        // One alone test at a time waits for the slots.
+        let queue = self.open("queue");
+        assert!(flock(&queue, libc::LOCK_EX), "flock the alone queue");
+        let slots = self.slots();
+        loop {
+            // All at once or none: a slot held while waiting for the
+            // others would only keep a shared test waiting too.
+            let taken: Vec<&File> = slots
+                .iter()
+                .take_while(|s| flock(s, libc::LOCK_EX | libc::LOCK_NB))
+                .collect();
+            if taken.len() == slots.len() {
+                break;
+            }
+            for s in taken {
+                flock(s, libc::LOCK_UN);
+            }
+            std::thread::sleep(POLL);
         }
+        let running = self.open("alone");
+        assert!(flock(&running, libc::LOCK_EX), "flock the alone marker");
+        let mut files = vec![queue, running];
+        files.extend(slots);
         Lane { _files: files }
     }
 }
@@ -168,11 +191,13 @@ mod tests {
         std::thread::sleep(Duration::from_millis(200));
         // Still waiting: the shared lane above is taken.
         assert_eq!(held.load(std::sync::atomic::Ordering::SeqCst), 0);
+        assert!(!lanes.alone_running());
         drop(s);
         while held.load(std::sync::atomic::Ordering::SeqCst) == 0 {
             std::thread::sleep(Duration::from_millis(10));
         }
         // Taken by the alone test: a shared one waits until it ends.
+        assert!(lanes.alone_running());
         let _s = lanes.shared();
         assert_eq!(held.load(std::sync::atomic::Ordering::SeqCst), 2);
         t.join().unwrap();

@@ -189,7 +189,7 @@ pub struct ServerArgs {
     pub replica: Option<crate::server::replica::Mode>,
     /// With --replica semi-sync: where the source waits for the replica's acknowledgement.
     #[arg(long, value_enum, default_value_t, value_name = "POINT")]
-    pub semi_sync_wait: crate::server::replica::WaitPoint,
+    pub semi_sync_wait: crate::probes::plan::WaitPoint,
     /// With --replica: round trip added between replica and source, in ms, by a delaying proxy (sweep: a list, e.g. 0,0.5,1,2,5).
     #[arg(long, value_delimiter = ',', value_name = "MS")]
     pub replica_delay_ms: Vec<f64>,
@@ -222,7 +222,7 @@ impl ServerArgs {
             if !self.replica_delay_ms.is_empty() {
                 return usage("--replica-delay-ms delays a managed replica: add --replica semi-sync (or async)".into());
             }
-            if self.semi_sync_wait != crate::server::replica::WaitPoint::default() {
+            if self.semi_sync_wait != crate::probes::plan::WaitPoint::default() {
                 return usage("--semi-sync-wait applies to a managed semi-sync replica: add --replica semi-sync".into());
             }
         }
@@ -280,7 +280,7 @@ impl ProbeArgs {
 
     /// The debuginfod servers these flags choose.
     /// `--server-version`, parsed (None when not given).
-    pub fn server(&self) -> crate::error::Result<Option<crate::probes::profiles::ServerId>> {
+    pub fn server(&self) -> crate::error::Result<Option<crate::family::ServerId>> {
         self.server_version.as_deref().map(str::parse).transpose()
     }
 

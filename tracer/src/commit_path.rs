@@ -8,7 +8,8 @@ use tracer_ebpf::{fine_slot_low, CommitStage, FINE_SLOTS};
 
 use crate::{
     deltas::{ratio, LogHist},
-    probes::{profiles::StageName, snapshot::CommitTotals},
+    family::commit::StageName,
+    probes::snapshot::CommitTotals,
 };
 
 /// The rest of the commits' time: the server's own work and any wait no
@@ -109,7 +110,7 @@ fn fine_quantile_us(slots: &[u64], q: f64) -> Option<f64> {
 impl CommitPath {
     /// The commits between two reads; `stages` names the kernel's stage
     /// slots in path order (the server family's, see
-    /// `profiles::commit_stages`).
+    /// `family::Family::stages`).
     pub fn between(prev: Option<&CommitTotals>, cur: &CommitTotals, stages: &[StageName]) -> Self {
         let zero = CommitTotals::default();
         let prev = prev.unwrap_or(&zero);
@@ -252,7 +253,7 @@ mod tests {
         cur.stage_ns[s] = 1_000_000;
         cur.stage_commits[f] = 2;
         cur.stage_ns[f] = 1_200_000;
-        let names = crate::probes::profiles::commit_stages(None);
+        let names = crate::family::MARIADB.stages;
         let p = CommitPath::between(Some(&prev), &cur, names);
         assert_eq!(p.commits, 4);
         assert_eq!(p.mean_us, Some(1000.0));
@@ -282,7 +283,7 @@ mod tests {
         let s = CommitStage::RedoLeaderSync as usize;
         cur.stage_commits[s] = 2;
         cur.stage_ns[s] = 1_000_000;
-        let names = crate::probes::profiles::commit_stages(None);
+        let names = crate::family::MARIADB.stages;
         let mut p = CommitPath::between(None, &cur, names);
         p.split_sync(Some(0.5), Some(0.3), Some(0.2));
         let names: Vec<&str> = p.stages.iter().map(|s| s.stage).collect();
@@ -305,7 +306,7 @@ mod tests {
     #[test]
     fn no_commit_no_stage() {
         let t = CommitTotals::default();
-        let p = CommitPath::between(None, &t, crate::probes::profiles::commit_stages(None));
+        let p = CommitPath::between(None, &t, crate::family::MARIADB.stages);
         assert_eq!((p.commits, p.stages.len(), p.p50_us), (0, 0, None));
     }
 }

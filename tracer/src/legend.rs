@@ -14,7 +14,7 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
     let (profile, durable) = match &plan.write {
         WriteProbe::Exact { profile, .. } => {
             let durable = match profile.durable {
-                profiles::Source::PredB => {
+                crate::family::redo::Source::PredB => {
                     "flush_to_disk argument != 0 (n_write: wait == LOG_WAIT_ONE_GROUP)"
                 }
                 _ => "durable/flush argument true",

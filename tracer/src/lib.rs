@@ -7,6 +7,7 @@ pub mod commit_path;
 pub mod deltas;
 pub mod error;
 pub mod exporter;
+pub mod family;
 pub mod fds;
 pub mod help_text;
 pub mod interrupt;

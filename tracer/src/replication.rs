@@ -10,6 +10,7 @@ use tracer_ebpf::{Counter, HistKind};
 pub use crate::probes::plan::AckAt;
 use crate::{
     deltas::{counter_since, hist_since, ratio},
+    family::commit::{AckHooks, AT_COMMIT_NAME},
     probes::Snapshot,
 };
 
@@ -32,7 +33,7 @@ impl AckWaits {
     /// The waits between two snapshots at the hook that waited: where
     /// both of MySQL's are probed (the wait point unknown), the one with
     /// more time in it; the other returns at once.
-    pub fn between(prev: &Snapshot, cur: &Snapshot, at: AckAt, mysql: bool) -> Option<Self> {
+    pub fn between(prev: &Snapshot, cur: &Snapshot, at: AckAt, hooks: &AckHooks) -> Option<Self> {
         let d = |c| counter_since(prev, cur, c);
         let sync = (d(Counter::AckSyncCalls), d(Counter::AckSyncNs));
         let commit = (d(Counter::AckCommitCalls), d(Counter::AckCommitNs));
@@ -41,11 +42,9 @@ impl AckWaits {
             return None;
         }
         let ((waits, ns), kind, hook) = if use_commit {
-            (commit, HistKind::AckCommit, "after_commit")
-        } else if mysql {
-            (sync, HistKind::AckSync, "after_sync")
+            (commit, HistKind::AckCommit, AT_COMMIT_NAME)
         } else {
-            (sync, HistKind::AckSync, "commit_trx")
+            (sync, HistKind::AckSync, hooks.at_sync_name)
         };
         let h = hist_since(prev, cur, kind);
         Some(AckWaits {
@@ -62,6 +61,7 @@ impl AckWaits {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::family::{MARIADB, MYSQL};
 
     fn snap(sync: (u64, u64), commit: (u64, u64)) -> Snapshot {
         let mut s = Snapshot::default();
@@ -84,7 +84,7 @@ mod tests {
             &Snapshot::default(),
             &snap((10, 5_000_000), (90, 90_000)),
             both,
-            true,
+            &MYSQL.ack,
         )
         .unwrap();
         assert_eq!((a.hook, a.waits, a.total_us), ("after_sync", 10, 5_000));
@@ -94,7 +94,7 @@ mod tests {
             &Snapshot::default(),
             &snap((10, 20_000), (90, 9_000_000)),
             both,
-            true,
+            &MYSQL.ack,
         )
         .unwrap();
         assert_eq!((a.hook, a.waits), ("after_commit", 90));
@@ -103,14 +103,19 @@ mod tests {
             sync: true,
             commit: false,
         };
-        let a =
-            AckWaits::between(&Snapshot::default(), &snap((7, 7_000), (0, 0)), one, false).unwrap();
+        let a = AckWaits::between(
+            &Snapshot::default(),
+            &snap((7, 7_000), (0, 0)),
+            one,
+            &MARIADB.ack,
+        )
+        .unwrap();
         assert_eq!((a.hook, a.waits), ("commit_trx", 7));
         assert!(AckWaits::between(
             &Snapshot::default(),
             &snap((7, 7_000), (0, 0)),
             AckAt::default(),
-            false
+            &MARIADB.ack
         )
         .is_none());
     }

@@ -4,6 +4,11 @@ use std::collections::HashMap;
 
 pub use crate::deltas::{counter_since, hist_since, ratio, LogHist, SizeQuantiles};
 use crate::{
+    family::{
+        commit::{AckHooks, StageName},
+        redo::Source,
+        Family,
+    },
     fds::{FdTable, FileClass, FIRST_CARRIED_FD},
     probes::{snapshot::sizes_since, Probes, Snapshot, WriteProbe},
 };
@@ -266,8 +271,8 @@ impl IoFigures {
 /// How to read a snapshot pair: which counters feed which column.
 #[derive(Clone, Debug)]
 pub struct Columns {
-    pub requests: crate::probes::profiles::Source,
-    pub durable: Option<crate::probes::profiles::Source>,
+    pub requests: Source,
+    pub durable: Option<Source>,
     /// The flush function is counted (out of line or inlined copies).
     pub has_flush_fn: bool,
     /// ... and timed: its out-of-line copy has a return probe, so fsyncs
@@ -295,16 +300,16 @@ pub struct Columns {
     pub binlog_forms_group: bool,
     /// `--commit-path`: the family's stage names in path order (None
     /// where the commit path is not probed).
-    pub commit_stages: Option<&'static [crate::probes::profiles::StageName]>,
+    pub commit_stages: Option<&'static [StageName]>,
     /// The semi-sync hooks probed (a semi-sync source's waits for its
-    /// replica), and whether they are MySQL's.
+    /// replica), and the family's hooks (their names).
     pub ack: crate::replication::AckAt,
-    pub ack_mysql: bool,
+    pub ack_hooks: &'static AckHooks,
 }
 
 impl Columns {
     pub fn new(write: &WriteProbe, has_flush_fn: bool) -> Self {
-        use crate::probes::profiles::Source;
+        let ack_hooks = &Family::of(None).ack;
         match write {
             WriteProbe::Exact { profile, .. } => Columns {
                 requests: profile.requests,
@@ -321,7 +326,7 @@ impl Columns {
                 binlog_forms_group: false,
                 commit_stages: None,
                 ack: Default::default(),
-                ack_mysql: false,
+                ack_hooks,
             },
             WriteProbe::ServerLayer { .. } => Columns {
                 requests: Source::AllCalls,
@@ -338,7 +343,7 @@ impl Columns {
                 binlog_forms_group: false,
                 commit_stages: None,
                 ack: Default::default(),
-                ack_mysql: false,
+                ack_hooks,
             },
         }
     }
@@ -371,13 +376,10 @@ impl Columns {
         c.binlog = probes.binlog_counted();
         c.binlog_forms_group =
             c.binlog && plan.binlog.as_ref().is_some_and(|b| b.profile.forms_group);
-        c.commit_stages = probes
-            .commit_path
-            .then(|| crate::probes::profiles::commit_stages(plan.server.map(|s| s.flavor)));
+        let family = Family::of(plan.server);
+        c.commit_stages = probes.commit_path.then_some(family.stages);
         c.ack = probes.ack;
-        c.ack_mysql = plan
-            .server
-            .is_some_and(|s| s.flavor == crate::probes::profiles::Flavor::MySql);
+        c.ack_hooks = &family.ack;
         c
     }
 }
@@ -411,6 +413,92 @@ pub fn by_class(prev: &Snapshot, cur: &Snapshot, fds: &FdTable, class: FileClass
     t
 }
 
+/// What the probes counted between two reads of one attachment, read
+/// through the columns' rules (which counter is `n_write`, what a flush
+/// is, which probes were on): the one derivation `trace`, the main
+/// command and the exporter share. [`Interval::between`] makes a line's
+/// figures of it; the exporter adds it to its running totals.
+pub struct Delta<'a> {
+    pub prev: &'a Snapshot,
+    pub cur: &'a Snapshot,
+    pub fds: &'a FdTable,
+    pub cols: &'a Columns,
+}
+
+impl Delta<'_> {
+    pub fn counter(&self, c: Counter) -> u64 {
+        counter_since(self.prev, self.cur, c)
+    }
+
+    pub fn hist(&self, k: HistKind) -> LogHist {
+        hist_since(self.prev, self.cur, k)
+    }
+
+    fn source(&self, s: Source) -> u64 {
+        self.cur.source(s).saturating_sub(self.prev.source(s))
+    }
+
+    /// Write-probe requests, where the per-commit probes are attached
+    /// (None: light, whose `n_write` is the server's commit counter).
+    pub fn requests(&self) -> Option<u64> {
+        self.cols
+            .per_commit
+            .then(|| self.source(self.cols.requests))
+    }
+
+    /// The durable ones (None in fallback mode or light).
+    pub fn durable(&self) -> Option<u64> {
+        self.cols.durable.map(|s| self.source(s))
+    }
+
+    /// Requests at inlined copies whose durability cannot be read.
+    pub fn unknown(&self) -> Option<u64> {
+        self.cols
+            .unknown_sites
+            .then(|| self.counter(Counter::WriteUnknown))
+    }
+
+    /// Sync and write activity of one file class.
+    pub fn class(&self, class: FileClass) -> ClassTotals {
+        by_class(self.prev, self.cur, self.fds, class)
+    }
+
+    /// Flush-function hits, where it is counted.
+    pub fn flush_calls(&self) -> Option<u64> {
+        self.cols
+            .has_flush_fn
+            .then(|| self.counter(Counter::FlushCalls))
+    }
+
+    /// Redo flushes: the flush function's hits, else the redo fsyncs
+    /// (`redo`: the redo class's activity).
+    pub fn flushes(&self, redo: &ClassTotals) -> u64 {
+        self.flush_calls().unwrap_or(redo.syncs)
+    }
+
+    /// Everything the kernel side could not record.
+    pub fn lost_events(&self) -> u64 {
+        self.counter(Counter::SyncLost)
+            + self.counter(Counter::TimingLost)
+            + self.counter(Counter::WriteLost)
+    }
+
+    /// Requests per flush, as exact counts per size (empty without the
+    /// write probes: nothing arrives between flushes then).
+    pub fn batch_sizes(&self) -> Vec<u64> {
+        if self.cols.per_commit {
+            sizes_since(&self.prev.batch, &self.cur.batch)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Binlog group sizes, exact counts per size.
+    pub fn binlog_sizes(&self) -> Vec<u64> {
+        sizes_since(&self.prev.binlog_sizes, &self.cur.binlog_sizes)
+    }
+}
+
 impl Interval {
     pub fn between(
         prev: &Snapshot,
@@ -420,9 +508,23 @@ impl Interval {
         elapsed_s: f64,
         interval_s: f64,
     ) -> Self {
-        let d = |c| counter_since(prev, cur, c);
-        let ds = |s| cur.source(s).saturating_sub(prev.source(s));
-        let redo = by_class(prev, cur, fds, FileClass::Redo);
+        Self::of(
+            &Delta {
+                prev,
+                cur,
+                fds,
+                cols,
+            },
+            elapsed_s,
+            interval_s,
+        )
+    }
+
+    /// A line's figures of `d`.
+    pub fn of(d: &Delta, elapsed_s: f64, interval_s: f64) -> Self {
+        let (prev, cur, cols) = (d.prev, d.cur, d.cols);
+        let redo = d.class(FileClass::Redo);
+        let binlog_fsync = d.class(FileClass::Binlog).syncs;
         let io = cols.io.then(|| IoFigures::between(prev, cur, &redo));
         let commit_path = cols.commit_stages.and_then(|names| {
             let now = cur.commit_path.as_ref()?;
@@ -433,21 +535,18 @@ impl Interval {
             }
             Some(c)
         });
-        let n_write = if cols.per_commit {
-            ds(cols.requests)
-        } else {
-            cur.commits.saturating_sub(prev.commits)
-        };
-        let durable = cols.durable.map(ds);
-        let flush_calls = cols.has_flush_fn.then(|| d(Counter::FlushCalls));
-        let n_flush = flush_calls.unwrap_or(redo.syncs);
-        let ww = hist_since(prev, cur, HistKind::WriteWait);
+        let n_write = d
+            .requests()
+            .unwrap_or_else(|| cur.commits.saturating_sub(prev.commits));
+        let durable = d.durable();
+        let n_flush = d.flushes(&redo);
+        let ww = d.hist(HistKind::WriteWait);
         Interval {
             elapsed_s,
             interval_s,
             n_write,
             durable,
-            durable_unknown: cols.unknown_sites.then(|| d(Counter::WriteUnknown)),
+            durable_unknown: d.unknown(),
             n_flush,
             write_per_flush: ratio(durable.unwrap_or(n_write), n_flush),
             redo_fsync: redo.syncs,
@@ -462,32 +561,32 @@ impl Interval {
                 .flatten(),
             redo_writes: cols.writes.then_some(redo.writes),
             redo_write_bytes: cols.writes.then_some(redo.write_bytes),
-            binlog_fsync: by_class(prev, cur, fds, FileClass::Binlog).syncs,
-            data_fsync: by_class(prev, cur, fds, FileClass::Data).syncs,
-            other_fsync: by_class(prev, cur, fds, FileClass::Other).syncs,
+            binlog_fsync,
+            data_fsync: d.class(FileClass::Data).syncs,
+            other_fsync: d.class(FileClass::Other).syncs,
             write_wait_p50_us: ww.quantile_us(0.50),
             write_wait_p99_us: ww.quantile_us(0.99),
-            flush_calls,
-            lost_syncs: d(Counter::SyncLost),
-            lost_events: d(Counter::SyncLost) + d(Counter::TimingLost) + d(Counter::WriteLost),
-            // Without the write probes nothing arrives between flushes:
-            // the kernel's batches are empty, not batches of zero.
+            flush_calls: d.flush_calls(),
+            lost_syncs: d.counter(Counter::SyncLost),
+            lost_events: d.lost_events(),
             batch: if cols.per_commit {
-                Batch::from_sizes(&sizes_since(&prev.batch, &cur.batch), d(Counter::BatchSum))
+                Batch::from_sizes(&d.batch_sizes(), d.counter(Counter::BatchSum))
             } else {
                 Batch::default()
             },
             anatomy: cols.anatomy.then(|| {
-                let h = |k| hist_since(prev, cur, k);
-                let (lw, fw) = (h(HistKind::LeaderWait), h(HistKind::FollowerWait));
+                let (lw, fw) = (d.hist(HistKind::LeaderWait), d.hist(HistKind::FollowerWait));
                 Anatomy {
-                    leaders: d(Counter::Leaders),
-                    followers: d(Counter::Followers),
+                    leaders: d.counter(Counter::Leaders),
+                    followers: d.counter(Counter::Followers),
                     leader_wait_p50_us: lw.quantile_us(0.50),
                     leader_wait_p99_us: lw.quantile_us(0.99),
                     follower_wait_p50_us: fw.quantile_us(0.50),
                     follower_wait_p99_us: fw.quantile_us(0.99),
-                    leader_sync_share: ratio(d(Counter::LeaderSyncNs), d(Counter::LeaderWaitNs)),
+                    leader_sync_share: ratio(
+                        d.counter(Counter::LeaderSyncNs),
+                        d.counter(Counter::LeaderWaitNs),
+                    ),
                 }
             }),
             io,
@@ -495,12 +594,12 @@ impl Interval {
                 crate::binlog::BinlogGroups::between(
                     prev,
                     cur,
-                    by_class(prev, cur, fds, FileClass::Binlog).syncs,
+                    binlog_fsync,
                     cols.binlog_forms_group,
                 )
             }),
             commit_path,
-            replication: crate::replication::AckWaits::between(prev, cur, cols.ack, cols.ack_mysql)
+            replication: crate::replication::AckWaits::between(prev, cur, cols.ack, cols.ack_hooks)
                 .filter(|a| a.waits > 0),
         }
     }

@@ -115,8 +115,8 @@ impl Drop for Job {
     }
 }
 
-/// Stops the jobs' process groups while a test holds (or waits for) the
-/// machine alone, and resumes them after; polls every 100 ms.
+/// Stops the jobs' process groups while a test holds the machine alone,
+/// and resumes them after; polls every 100 ms.
 pub struct Pauser {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<Duration>>,
@@ -137,7 +137,7 @@ impl Pauser {
                 }
             };
             while !s.load(Ordering::Relaxed) {
-                let alone = testkit::lane::alone_wanted();
+                let alone = testkit::lane::alone_running();
                 match (alone, paused_since) {
                     (true, None) => {
                         signal(libc::SIGSTOP);

@@ -253,9 +253,10 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     failed.finish()
 }
 
-/// Threads per test binary: enough for its quick tests to run while its
-/// server tests wait for a lane.
-const TEST_THREADS: usize = 4;
+/// Threads per test binary: more than any binary has tests, so that each
+/// test starts at once and waits for its lane (`testkit::lane`) there:
+/// the lanes, not the harness, decide what runs beside what.
+const TEST_THREADS: usize = 32;
 
 /// Seconds per fuzz target in the suite.
 const FUZZ_SECONDS: u64 = 30;

@@ -15,10 +15,9 @@ use super::{
     totals::{Figures, Totals},
 };
 use crate::{
-    commit_path::CommitPath,
     fds::FdTable,
     probes::{tier::Tier, Plan, Probes, Snapshot, Target, WindowLinks, WriteProbe},
-    sample::Columns,
+    sample::{Columns, Delta, Interval},
     server::{
         commits::{self, CommitCounter, Running},
         process,
@@ -299,28 +298,26 @@ impl Fleet {
             match end {
                 Ok(cur) => {
                     a.fds.refresh(cur.fds.keys().copied());
-                    let mut totals = Totals::default();
                     let cols = Columns::window_of(&a.probes);
-                    totals.absorb(&base, &cur, &a.fds, &cols);
-                    let commit_path =
-                        cols.commit_stages
-                            .zip(cur.commit_path.as_ref())
-                            .map(|(stages, now)| {
-                                CommitPath::between(base.commit_path.as_ref(), now, stages)
-                            });
-                    let replication = crate::replication::AckWaits::between(
-                        &base,
-                        &cur,
-                        cols.ack,
-                        cols.ack_mysql,
-                    )
-                    .filter(|a| a.waits > 0);
+                    let d = Delta {
+                        prev: &base,
+                        cur: &cur,
+                        fds: &a.fds,
+                        cols: &cols,
+                    };
+                    let mut totals = Totals::default();
+                    totals.add(&d);
+                    let secs = end_at
+                        .duration_since(start)
+                        .unwrap_or_default()
+                        .as_secs_f64();
+                    let i = Interval::of(&d, secs, secs);
                     s.view.last_window = Some(Figures {
                         start,
                         end: end_at,
                         totals,
-                        commit_path,
-                        replication,
+                        commit_path: i.commit_path,
+                        replication: i.replication,
                         server_acks,
                     });
                 }
@@ -349,7 +346,7 @@ impl Fleet {
 pub struct AttachOptions {
     pub debug_root: PathBuf,
     pub debuginfod: crate::probes::debuginfod::Choice,
-    pub server: Option<crate::probes::profiles::ServerId>,
+    pub server: Option<crate::family::ServerId>,
     pub fsync_probe: crate::probes::fsync_choice::FsyncProbe,
     pub anatomy: bool,
     pub tier: Tier,

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use crate::{
     fds::{FdTable, FileClass},
     probes::Snapshot,
-    sample::{by_class, ClassTotals, Columns, LogHist},
+    sample::{size_buckets, ClassTotals, Columns, Delta, LogHist},
 };
 use tracer_ebpf::{Counter, HistKind, BATCH_BUCKETS, HIST_BUCKETS};
 
@@ -82,61 +82,55 @@ impl Default for Totals {
 impl Totals {
     /// Adds what happened between two reads of one attachment's maps.
     pub fn absorb(&mut self, prev: &Snapshot, cur: &Snapshot, fds: &FdTable, cols: &Columns) {
-        let d = |c: Counter| cur.counter(c).saturating_sub(prev.counter(c));
-        let ds = |s| cur.source(s).saturating_sub(prev.source(s));
-        let dh =
-            |k: HistKind| LogHist(cur.hists[k as usize]).since(&LogHist(prev.hists[k as usize]));
-        // Light probes: the write counters move only while a window is
-        // open, and a window's figures are its own (never folded in here).
-        if cols.per_commit {
-            self.requests += ds(cols.requests);
-            if let Some(s) = cols.durable {
-                self.durable += ds(s);
-            }
-            if cols.unknown_sites {
-                self.unknown += d(Counter::WriteUnknown);
-            }
+        self.add(&Delta {
+            prev,
+            cur,
+            fds,
+            cols,
+        });
+    }
+
+    /// Adds `d`, read by the rules every consumer shares ([`Delta`]).
+    /// Light probes: the write counters move only while a window is
+    /// open, and a window's figures are its own (never folded in here).
+    pub fn add(&mut self, d: &Delta) {
+        self.requests += d.requests().unwrap_or(0);
+        if d.cols.per_commit {
+            self.durable += d.durable().unwrap_or(0);
+            self.unknown += d.unknown().unwrap_or(0);
         }
         for (sum, class) in self.classes.iter_mut().zip(CLASSES) {
-            sum.add(&by_class(prev, cur, fds, class));
+            sum.add(&d.class(class));
         }
-        self.flushes += if cols.has_flush_fn {
-            d(Counter::FlushCalls)
-        } else {
-            by_class(prev, cur, fds, FileClass::Redo).syncs
-        };
-        self.lost += d(Counter::SyncLost) + d(Counter::TimingLost) + d(Counter::WriteLost);
-        if cols.per_commit {
-            // The kernel's exact sizes, in the exporter's buckets.
-            let buckets = crate::sample::size_buckets(&crate::probes::snapshot::sizes_since(
-                &prev.batch,
-                &cur.batch,
-            ));
-            for (b, n) in self.batch.iter_mut().zip(buckets) {
-                *b += n;
-            }
-            self.batch_sum += d(Counter::BatchSum);
+        self.flushes += d.flushes(&d.class(FileClass::Redo));
+        self.lost += d.lost_events();
+        // The kernel's exact sizes, in the exporter's buckets.
+        for (b, n) in self.batch.iter_mut().zip(size_buckets(&d.batch_sizes())) {
+            *b += n;
         }
-        if cols.binlog {
-            self.binlog_groups += d(Counter::BinlogGroups);
-            self.binlog_commits += d(Counter::BinlogCommits);
-            let buckets = crate::sample::size_buckets(&crate::probes::snapshot::sizes_since(
-                &prev.binlog_sizes,
-                &cur.binlog_sizes,
-            ));
-            for (b, n) in self.binlog_sizes.iter_mut().zip(buckets) {
+        if d.cols.per_commit {
+            self.batch_sum += d.counter(Counter::BatchSum);
+        }
+        if d.cols.binlog {
+            self.binlog_groups += d.counter(Counter::BinlogGroups);
+            self.binlog_commits += d.counter(Counter::BinlogCommits);
+            for (b, n) in self
+                .binlog_sizes
+                .iter_mut()
+                .zip(size_buckets(&d.binlog_sizes()))
+            {
                 *b += n;
             }
             for (sum, def) in self.binlog_stages.iter_mut().zip(&crate::binlog::STAGES) {
-                sum.0 += d(def.count);
-                sum.1 += d(def.ns);
+                sum.0 += d.counter(def.count);
+                sum.1 += d.counter(def.ns);
             }
         }
-        if cols.anatomy {
-            self.leaders.hist.add(&dh(HistKind::LeaderWait));
-            self.leaders.sum_ns += d(Counter::LeaderWaitNs);
-            self.followers.hist.add(&dh(HistKind::FollowerWait));
-            self.followers.sum_ns += d(Counter::FollowerWaitNs);
+        if d.cols.anatomy {
+            self.leaders.hist.add(&d.hist(HistKind::LeaderWait));
+            self.leaders.sum_ns += d.counter(Counter::LeaderWaitNs);
+            self.followers.hist.add(&d.hist(HistKind::FollowerWait));
+            self.followers.sum_ns += d.counter(Counter::FollowerWaitNs);
         }
     }
 
@@ -177,7 +171,7 @@ pub struct Figures {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probes::{profiles::Source, FdTotals};
+    use crate::{family::redo::Source, probes::FdTotals};
 
     fn cols(has_flush_fn: bool) -> Columns {
         Columns {
@@ -195,7 +189,7 @@ mod tests {
             binlog_forms_group: false,
             commit_stages: None,
             ack: Default::default(),
-            ack_mysql: false,
+            ack_hooks: &crate::family::MARIADB.ack,
         }
     }
 

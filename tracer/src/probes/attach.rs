@@ -15,14 +15,15 @@ use tracer_ebpf::{globals as g, maps, programs as prog, BatchMember};
 use super::{
     binlog, clock, ebpf_log, io,
     kernel::{self, KernelAttach},
-    plan::{site_readable, AckAt, AckPlan, Plan, Target, WriteProbe},
-    profiles::{Pred, Source},
+    plan::{site_readable, AckAt, AckPlan, Plan, Target, WaitPoint, WriteProbe},
     symbols::Resolved,
     tier::Tier,
     uprobe::{attach_uprobe, loaded_uprobe},
 };
-use crate::error::{Error, Result};
-use crate::server::replica::WaitPoint;
+use crate::{
+    error::{Error, Result},
+    family::redo::{Pred, Source},
+};
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-ebpf"));
 

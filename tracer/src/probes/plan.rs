@@ -6,11 +6,14 @@ use std::path::PathBuf;
 use super::{
     debuginfod,
     fsync_choice::FsyncProbe,
-    profiles::{self, BinlogProfile, Pred, Profile, ServerId},
+    profiles,
     symbols::{self, Resolved, Resolver},
     tier::Tier,
 };
-use crate::error::{Error, Result};
+use crate::{
+    error::{Error, Result},
+    family::{self, binlog::BinlogProfile, redo::Pred, redo::Profile, Family, ServerId},
+};
 
 /// What the user asked to trace.
 #[derive(Clone, Debug)]
@@ -40,7 +43,29 @@ pub struct Target {
     pub commit_path: bool,
     /// A semi-sync source's wait point, where the run knows it (its own
     /// managed pair): MySQL's other hook is then left unprobed.
-    pub semi_sync_wait: Option<crate::server::replica::WaitPoint>,
+    pub semi_sync_wait: Option<WaitPoint>,
+}
+
+/// Where a semi-sync source waits for the acknowledgement.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitPoint {
+    /// After the binlog's sync, before the storage engine commits
+    /// (lossless: MySQL's default).
+    #[default]
+    AfterSync,
+    /// After the storage engine commits (MariaDB's default).
+    AfterCommit,
+}
+
+impl WaitPoint {
+    /// The server's own name for it (the wait point variable's value).
+    pub fn sql(self) -> &'static str {
+        match self {
+            WaitPoint::AfterSync => "AFTER_SYNC",
+            WaitPoint::AfterCommit => "AFTER_COMMIT",
+        }
+    }
 }
 
 /// How the write probe was placed.
@@ -113,25 +138,23 @@ impl BinlogPlan {
             Some(n) => at(n).map(Some),
             None => Some(None),
         };
-        profiles::binlog_candidates(server)
-            .into_iter()
-            .find_map(|p| {
-                let group_close = match p.group_close {
-                    Some((names, pred)) => Some((at(names)?, pred)),
-                    None => None,
-                };
-                Some(BinlogPlan {
-                    profile: p,
-                    flush_open: at(p.flush_open)?,
-                    member: at(p.member)?,
-                    write: at(p.write)?,
-                    group_close,
-                    sync: opt(p.sync)?,
-                    commit: opt(p.commit)?,
-                    enter: p.enter.and_then(at),
-                    redo: p.redo.and_then(at),
-                })
+        family::binlog_candidates(server).into_iter().find_map(|p| {
+            let group_close = match p.group_close {
+                Some((names, pred)) => Some((at(names)?, pred)),
+                None => None,
+            };
+            Some(BinlogPlan {
+                profile: p,
+                flush_open: at(p.flush_open)?,
+                member: at(p.member)?,
+                write: at(p.write)?,
+                group_close,
+                sync: opt(p.sync)?,
+                commit: opt(p.commit)?,
+                enter: p.enter.and_then(at),
+                redo: p.redo.and_then(at),
             })
+        })
     }
 }
 
@@ -176,7 +199,7 @@ pub struct AckPlan {
 
 impl AckPlan {
     fn find(r: &Resolver, server: Option<ServerId>) -> Option<AckPlan> {
-        let p = profiles::ack_profile(server.map(|s| s.flavor));
+        let p = Family::of(server).ack;
         let at = |names: &[&str]| r.resolve(names).filter(|x| x.out_of_line);
         Some(AckPlan {
             at_sync: at(p.at_sync)?,
@@ -192,18 +215,18 @@ impl Plan {
         // DWARF and debuginfod come last, only when the symbol tables fall
         // short: a server's DWARF or debug file is hundreds of MB.
         let complete = |r: &Resolver| {
-            profiles::candidates(server)
+            family::redo_candidates(server)
                 .iter()
                 .find(|p| r.resolve(&[p.write_symbol]).is_some())
                 .is_some_and(|p| r.resolve(p.flush_symbols).is_some())
         };
         let exact = |r: &Resolver| {
-            profiles::candidates(server)
+            family::redo_candidates(server)
                 .iter()
                 .any(|p| r.resolve(&[p.write_symbol]).is_some())
         };
         if !complete(&r) {
-            let names: Vec<&str> = profiles::candidates(server)
+            let names: Vec<&str> = family::redo_candidates(server)
                 .iter()
                 .flat_map(|p| {
                     std::iter::once(p.write_symbol).chain(p.flush_symbols.iter().copied())
@@ -230,7 +253,7 @@ impl Plan {
                 debuginfod_looked = Some(looked);
             }
         }
-        for p in profiles::candidates(server) {
+        for p in family::redo_candidates(server) {
             let Some(at) = r.resolve(&[p.write_symbol]) else {
                 continue;
             };

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use tracer_ebpf::{Counter, CP_STAGES, HIST_BUCKETS};
 
-use super::profiles::Source;
+use crate::family::redo::Source;
 
 /// Cumulative counts since attach, summed over CPUs.
 #[derive(Clone, Debug, PartialEq)]

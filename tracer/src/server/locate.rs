@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 
 use crate::{
     error::{Error, Result},
-    probes::profiles::{self, Flavor, ServerId},
+    family::{self, ServerId},
+    probes::profiles,
 };
 
 /// Searched after `$PATH`, in this order.
@@ -113,12 +114,12 @@ pub fn inspect(path: &Path, declared: Option<ServerId>) -> Result<ServerBinary> 
     };
     let bindir = path.parent().unwrap_or(Path::new("/"));
     let basedir = bindir.parent().unwrap_or(bindir).to_path_buf();
-    if let Some(oldest) = profiles::oldest(id.flavor) {
+    if let Some(oldest) = id.family().oldest() {
         if id.version < oldest {
             return Err(Error::ServerTooOld {
                 path,
                 found: id.to_string(),
-                supported: profiles::supported_range(),
+                supported: family::supported_range(),
             });
         }
     }
@@ -177,13 +178,14 @@ impl ServerBinary {
     /// `--bootstrap`; else a one-line error naming what is missing.
     pub fn init_method(&self) -> Result<InitMethod> {
         let v = self.id.version;
-        if self.id.flavor == Flavor::MySql && (v.major, v.minor) >= (5, 7) {
+        let datadir = &self.id.family().datadir;
+        if datadir
+            .initializes_itself_from
+            .is_some_and(|from| v.series() >= from)
+        {
             return Ok(InitMethod::InitializeInsecure);
         }
-        let names: &[&str] = match self.id.flavor {
-            Flavor::MariaDb => &["mariadb-install-db", "mysql_install_db"],
-            Flavor::MySql => &["mysql_install_db"],
-        };
+        let names = datadir.install_scripts;
         let bindir = self.path.parent().unwrap_or(Path::new("/"));
         let local = [bindir.to_path_buf(), self.basedir.join("scripts")];
         let script_in = |dir: &Path| names.iter().map(|n| dir.join(n)).find(|p| p.is_file());

@@ -17,7 +17,7 @@ use super::{
 };
 use crate::{
     error::{Error, Result},
-    probes::profiles::Flavor,
+    family::datadir::ThrowawayValue,
 };
 
 /// How long a server may take to initialise or to accept connections.
@@ -523,37 +523,33 @@ impl Managed {
         }
     }
 
-    /// What a throwaway datadir needs on this family beyond the common
-    /// options, each left to the user when `--server-option` sets it.
-    /// MySQL: `secure_file_priv` defaults to a directory under /var/lib
-    /// that a stock build refuses to start without (it goes inside the
-    /// temp dir); the X plugin would listen on its own port and socket
-    /// (off); `local_infile` is off by default and TPC-C loads with
-    /// `LOAD DATA LOCAL` (on). MariaDB needs none of these.
+    /// What a throwaway server of this family needs beyond the common
+    /// options (its row's `datadir.throwaway`), each left to the user
+    /// when `--server-option` sets it; a private directory is made here.
     fn family_args(&self) -> Result<Vec<String>> {
-        if self.cfg.binary.id.flavor != Flavor::MySql {
-            return Ok(Vec::new());
-        }
         let set = |k: &str| self.cfg.options.iter().any(|o| o.variable() == k);
         let mut a = Vec::new();
-        if !set("secure_file_priv") {
-            let files = self.dir.path.join("files");
-            let err = |source| Error::Workdir {
-                path: files.clone(),
-                source,
-            };
-            fs::create_dir_all(&files).map_err(err)?;
-            fs::set_permissions(&files, fs::Permissions::from_mode(0o700)).map_err(err)?;
-            if let RunAs::System(u) = &self.run_as {
-                u.own(&files).map_err(err)?;
+        for t in self.cfg.binary.id.family().datadir.throwaway {
+            if set(t.variable) {
+                continue;
             }
-            a.push(format!("--secure-file-priv={}", files.display()));
-        }
-        if !set("mysqlx") {
-            a.push("--mysqlx=OFF".into());
-        }
-        if !set("local_infile") {
-            a.push("--local-infile=ON".into());
+            let value = match t.value {
+                ThrowawayValue::Fixed(v) => v.to_string(),
+                ThrowawayValue::PrivateDir(name) => {
+                    let dir = self.dir.path.join(name);
+                    let err = |source| Error::Workdir {
+                        path: dir.clone(),
+                        source,
+                    };
+                    fs::create_dir_all(&dir).map_err(err)?;
+                    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).map_err(err)?;
+                    if let RunAs::System(u) = &self.run_as {
+                        u.own(&dir).map_err(err)?;
+                    }
+                    dir.display().to_string()
+                }
+            };
+            a.push(format!("--{}={value}", t.variable.replace('_', "-")));
         }
         Ok(a)
     }

@@ -1,8 +1,9 @@
 //! `--replica async|semi-sync`: a second throwaway server from the same
 //! binary, replicating from the managed one over loopback (GTID
 //! auto-positioning), optionally behind a delaying proxy. What the two
-//! families spell differently (options, statements, status names) is a
-//! row of [`Dialect`]; the rest is the same steps on both.
+//! families spell differently (options, statements, status names) is
+//! their row's [`Dialect`] (`crate::family`); the rest is the same steps
+//! on both.
 use std::{net::SocketAddr, time::Duration};
 
 use mysql_async::prelude::Queryable;
@@ -14,7 +15,8 @@ use super::{
 };
 use crate::{
     error::{Error, Result},
-    probes::profiles::Flavor,
+    family::replication::{quote, Dialect, Wire},
+    probes::plan::WaitPoint,
 };
 
 /// How long the replica may take to connect and, with semi-sync, for the
@@ -37,27 +39,6 @@ pub enum Mode {
     SemiSync,
 }
 
-/// Where a semi-sync source waits for the acknowledgement.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum WaitPoint {
-    /// After the binlog's sync, before the storage engine commits
-    /// (lossless: MySQL's default).
-    #[default]
-    AfterSync,
-    /// After the storage engine commits (MariaDB's default).
-    AfterCommit,
-}
-
-impl WaitPoint {
-    fn sql(self) -> &'static str {
-        match self {
-            WaitPoint::AfterSync => "AFTER_SYNC",
-            WaitPoint::AfterCommit => "AFTER_COMMIT",
-        }
-    }
-}
-
 /// What a run asks of its replica.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReplicaPlan {
@@ -68,96 +49,7 @@ pub struct ReplicaPlan {
     pub delay: Option<Duration>,
 }
 
-/// One family's spelling of replication.
-pub struct Dialect {
-    /// Semi-sync's variables on the source and the replica, and (with a
-    /// capital) their status counters' prefix.
-    pub source_vars: &'static str,
-    pub replica_vars: &'static str,
-    /// The plugins to load (MySQL); None where semi-sync is built in.
-    pub source_plugin: Option<&'static str>,
-    pub replica_plugin: Option<&'static str>,
-    /// Both ends need these at start (MySQL's GTIDs are off by default).
-    pub gtid_args: &'static [&'static str],
-    pub skip_start: &'static str,
-    pub start: &'static str,
-    pub stop: &'static str,
-    pub status: &'static str,
-    pub io_running: &'static str,
-    pub sql_running: &'static str,
-    pub lag: &'static str,
-    /// The statement that points the replica at its source.
-    change_source: fn(&Wire) -> String,
-}
-
-/// Where the replica connects, and as whom.
-pub struct Wire {
-    pub host: String,
-    pub port: u16,
-    pub user: &'static str,
-    pub password: String,
-}
-
-fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
-}
-
-pub const MYSQL: Dialect = Dialect {
-    source_vars: "rpl_semi_sync_source",
-    replica_vars: "rpl_semi_sync_replica",
-    source_plugin: Some("semisync_source.so"),
-    replica_plugin: Some("semisync_replica.so"),
-    gtid_args: &["--gtid-mode=ON", "--enforce-gtid-consistency=ON"],
-    skip_start: "--skip-replica-start",
-    start: "START REPLICA",
-    stop: "STOP REPLICA",
-    status: "SHOW REPLICA STATUS",
-    io_running: "Replica_IO_Running",
-    sql_running: "Replica_SQL_Running",
-    lag: "Seconds_Behind_Source",
-    change_source: |w| {
-        format!(
-            "CHANGE REPLICATION SOURCE TO SOURCE_HOST={}, SOURCE_PORT={}, SOURCE_USER={}, SOURCE_PASSWORD={}, SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1, SOURCE_CONNECT_RETRY=1",
-            quote(&w.host),
-            w.port,
-            quote(w.user),
-            quote(&w.password)
-        )
-    },
-};
-
-pub const MARIADB: Dialect = Dialect {
-    source_vars: "rpl_semi_sync_master",
-    replica_vars: "rpl_semi_sync_slave",
-    source_plugin: None,
-    replica_plugin: None,
-    gtid_args: &[],
-    skip_start: "--skip-slave-start",
-    start: "START SLAVE",
-    stop: "STOP SLAVE",
-    status: "SHOW SLAVE STATUS",
-    io_running: "Slave_IO_Running",
-    sql_running: "Slave_SQL_Running",
-    lag: "Seconds_Behind_Master",
-    change_source: |w| {
-        format!(
-            "CHANGE MASTER TO MASTER_HOST={}, MASTER_PORT={}, MASTER_USER={}, MASTER_PASSWORD={}, MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
-            quote(&w.host),
-            w.port,
-            quote(w.user),
-            quote(&w.password)
-        )
-    },
-};
-
 impl Dialect {
-    pub fn of(flavor: Flavor) -> &'static Dialect {
-        match flavor {
-            Flavor::MySql => &MYSQL,
-            Flavor::MariaDb => &MARIADB,
-        }
-    }
-
     /// A semi-sync status counter's name on the source, e.g.
     /// `Rpl_semi_sync_source_yes_tx`.
     pub fn source_status(&self, what: &str) -> String {
@@ -328,7 +220,7 @@ impl Replica {
         source_port: u16,
         plugin_dir: Option<&std::path::Path>,
     ) -> Result<Replica> {
-        let dialect = Dialect::of(cfg.binary.id.flavor);
+        let dialect = &cfg.binary.id.family().replication;
         let mut cfg = cfg;
         cfg.sizing = Sizing::for_machine(
             Shape {
@@ -585,6 +477,7 @@ fn password() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::family::{MARIADB, MYSQL};
 
     fn plan(mode: Mode) -> ReplicaPlan {
         ReplicaPlan {
@@ -596,13 +489,17 @@ mod tests {
 
     #[test]
     fn each_family_spells_semi_sync_its_own_way() {
-        let m = MYSQL.source_args(&plan(Mode::SemiSync), Some("/p"));
+        let m = MYSQL
+            .replication
+            .source_args(&plan(Mode::SemiSync), Some("/p"));
         assert!(m.contains(&"--plugin-dir=/p".to_string()), "{m:?}");
         assert!(m.contains(&"--plugin-load-add=semisync_source.so".to_string()));
         assert!(m.contains(&"--rpl-semi-sync-source-enabled=ON".to_string()));
         assert!(m.contains(&"--rpl-semi-sync-source-wait-point=AFTER_SYNC".to_string()));
         assert!(m.contains(&"--gtid-mode=ON".to_string()));
-        let r = MARIADB.replica_args(&plan(Mode::SemiSync), Some("/p"));
+        let r = MARIADB
+            .replication
+            .replica_args(&plan(Mode::SemiSync), Some("/p"));
         assert!(
             r.contains(&"--rpl-semi-sync-slave-enabled=ON".to_string()),
             "{r:?}"
@@ -610,11 +507,14 @@ mod tests {
         assert!(!r.iter().any(|a| a.starts_with("--plugin")), "{r:?}");
         assert!(r.contains(&"--skip-slave-start".to_string()));
         // Async: no semi-sync anywhere.
-        let a = MARIADB.source_args(&plan(Mode::Async), None);
+        let a = MARIADB.replication.source_args(&plan(Mode::Async), None);
         assert!(!a.iter().any(|a| a.contains("semi")), "{a:?}");
-        assert_eq!(MYSQL.source_status("yes_tx"), "Rpl_semi_sync_source_yes_tx");
         assert_eq!(
-            MARIADB.source_status("tx_wait_time"),
+            MYSQL.replication.source_status("yes_tx"),
+            "Rpl_semi_sync_source_yes_tx"
+        );
+        assert_eq!(
+            MARIADB.replication.source_status("tx_wait_time"),
             "Rpl_semi_sync_master_tx_wait_time"
         );
     }
@@ -627,9 +527,9 @@ mod tests {
             user: REPL_USER,
             password: "a'b\\c".into(),
         };
-        let s = (MYSQL.change_source)(&w);
+        let s = (MYSQL.replication.change_source)(&w);
         assert!(s.contains("SOURCE_PASSWORD='a''b\\\\c'"), "{s}");
         assert!(s.contains("SOURCE_PORT=3307"), "{s}");
-        assert!((MARIADB.change_source)(&w).contains("MASTER_USE_GTID=slave_pos"));
+        assert!((MARIADB.replication.change_source)(&w).contains("MASTER_USE_GTID=slave_pos"));
     }
 }

@@ -15,7 +15,7 @@ use crate::{
         managed::{Managed, ManagedConfig},
         options::ServerOption,
         process,
-        replica::{self, Dialect, Replica},
+        replica::{self, Replica},
         sizing::{Shape, Sizing},
     },
 };
@@ -159,7 +159,7 @@ pub async fn setup(
         ));
         // A replica needs the source's binlog, server id, GTIDs and
         // semi-sync at start, and a loopback port to connect to.
-        let dialect = Dialect::of(binary.id.flavor);
+        let dialect = &binary.id.family().replication;
         plugin_dir = dialect.source_plugin.and_then(|f| binary.plugin_dir(f));
         let mut m = Managed::new(ManagedConfig {
             binary,
@@ -292,11 +292,11 @@ pub async fn setup(
 #[derive(Clone)]
 pub(super) struct Attach {
     pub(super) probe_args: ProbeArgs,
-    declared: Option<crate::probes::profiles::ServerId>,
+    declared: Option<crate::family::ServerId>,
     /// The managed binary's plan, made once before it started.
     plan: Option<Plan>,
     /// The managed semi-sync pair's wait point (None: not known).
-    semi_sync_wait: Option<replica::WaitPoint>,
+    semi_sync_wait: Option<crate::probes::plan::WaitPoint>,
 }
 
 impl Attach {

@@ -1,0 +1,104 @@
+//! The commit path as each family names it: its stages (the kernel's
+//! slots, in path order) and where a semi-sync source waits for its
+//! replica's acknowledgement.
+use tracer_ebpf::CommitStage;
+
+/// Where a semi-sync source waits for its replica's acknowledgement, per
+/// wait point. MySQL calls the semisync plugin through the server's
+/// hook delegates, exported by the stock binary and called only while
+/// an observer (the plugin) is installed: `after_sync` once per binlog
+/// group (AFTER_SYNC), `after_commit` once per transaction (AFTER_COMMIT,
+/// and for nothing with AFTER_SYNC). MariaDB's semi-sync is built in:
+/// both wait points end in `commit_trx`, once per transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckHooks {
+    pub at_sync: &'static [&'static str],
+    /// What the summary calls the sync point's hook.
+    pub at_sync_name: &'static str,
+    /// None where `at_sync` serves both wait points.
+    pub at_commit: Option<&'static [&'static str]>,
+}
+
+/// What the summary calls MySQL's after-commit hook.
+pub const AT_COMMIT_NAME: &str = "after_commit";
+
+pub const MYSQL_ACK: AckHooks = AckHooks {
+    at_sync: &["_ZN23Binlog_storage_delegate10after_syncEP3THDPKcy"],
+    at_sync_name: "after_sync",
+    at_commit: Some(&["_ZN14Trans_delegate12after_commitEP3THDb"]),
+};
+
+pub const MARIADB_ACK: AckHooks = AckHooks {
+    at_sync: &["_ZN21Repl_semi_sync_master10commit_trxEPKcy"],
+    at_sync_name: "commit_trx",
+    at_commit: None,
+};
+
+/// A commit-path stage as a family names it: the kernel's slot, the
+/// name the summary and JSON use, and the tick line's short form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StageName {
+    pub slot: CommitStage,
+    pub name: &'static str,
+    pub short: &'static str,
+}
+
+const fn st(slot: CommitStage, name: &'static str, short: &'static str) -> StageName {
+    StageName { slot, name, short }
+}
+
+/// MySQL's stages, in path order: its flush-stage leader asks InnoDB
+/// for the redo flush inside the binlog's flush stage, and its committing
+/// threads never flush the redo themselves (log_writer and log_flusher
+/// do).
+pub const MYSQL_STAGES: &[StageName] = {
+    use CommitStage as S;
+    &[
+        st(S::BinlogQueueWait, "binlog flush: queue wait", "bl_queue"),
+        st(S::BinlogFlush, "binlog flush", "bl_flush"),
+        st(S::RedoLeaderWrite, "redo write (leader)", "redo_write"),
+        st(S::RedoLeaderSync, "redo fsync (leader)", "redo_sync"),
+        st(
+            S::RedoFollowerWait,
+            "redo wait (log_writer, log_flusher)",
+            "redo_wait",
+        ),
+        st(S::BinlogSyncWait, "binlog sync wait", "bl_syncwait"),
+        st(S::BinlogSync, "binlog sync", "bl_sync"),
+        st(S::BinlogCommit, "binlog commit stage", "bl_commit"),
+        st(
+            S::BinlogFollowerWait,
+            "binlog group wait (follower)",
+            "bl_follower",
+        ),
+        st(S::ReplicaAck, "replica ack", "ack"),
+    ]
+};
+
+/// MariaDB's stages, in path order: it flushes the redo in prepare,
+/// before the binlog's group.
+pub const MARIADB_STAGES: &[StageName] = {
+    use CommitStage as S;
+    &[
+        st(S::RedoLeaderWrite, "redo write (leader)", "redo_write"),
+        st(S::RedoLeaderSync, "redo fsync (leader)", "redo_sync"),
+        st(S::RedoFollowerWait, "redo wait (follower)", "redo_wait"),
+        st(S::BinlogQueueWait, "binlog queue wait (leader)", "bl_queue"),
+        st(
+            S::BinlogFlush,
+            "binlog group: wait, write caches (leader)",
+            "bl_group",
+        ),
+        st(
+            S::BinlogSync,
+            "binlog write-out and sync (leader)",
+            "bl_sync",
+        ),
+        st(
+            S::BinlogFollowerWait,
+            "binlog group wait (follower)",
+            "bl_follower",
+        ),
+        st(S::ReplicaAck, "replica ack", "ack"),
+    ]
+};
