@@ -23,7 +23,14 @@
 //! what `cargo xtask test` stops its background builds for). A lock goes
 //! with its file descriptor: a test that panics or a process that dies
 //! releases its lane.
-use std::{cell::Cell, fs::File, os::fd::AsRawFd, path::PathBuf, time::Duration};
+use std::{
+    cell::Cell,
+    fs::File,
+    io::Write,
+    os::fd::AsRawFd,
+    path::PathBuf,
+    time::{Duration, Instant},
+};
 
 /// Shared tests that may run at once: one per core, and one more, since
 /// a server test spends much of its time waiting for fsyncs and for its
@@ -41,11 +48,41 @@ thread_local! {
 /// A lane taken: released when dropped.
 pub struct Lane {
     _files: Vec<File>,
+    kind: &'static str,
+    /// When the test asked for it, and when it got it.
+    asked: Instant,
+    got: Instant,
 }
+
+/// How a lane's end is said, on a line of its own in the test binary's
+/// output: `cargo xtask test` reads these for its table of the slowest
+/// tests.
+pub const REPORT: &str = "testkit-lane:";
 
 impl Drop for Lane {
     fn drop(&mut self) {
         HELD.with(|h| h.set(false));
+        // To the process's stderr itself: the harness captures what a
+        // passing test prints, and this is for the run's bookkeeping.
+        let name = std::thread::current().name().unwrap_or("?").to_string();
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "{REPORT} {} {name} waited {:.1} s, held {:.1} s",
+            self.kind,
+            (self.got - self.asked).as_secs_f64(),
+            self.got.elapsed().as_secs_f64()
+        );
+    }
+}
+
+impl Lane {
+    fn new(kind: &'static str, asked: Instant, files: Vec<File>) -> Lane {
+        Lane {
+            _files: files,
+            kind,
+            asked,
+            got: Instant::now(),
+        }
     }
 }
 
@@ -128,21 +165,21 @@ impl Lanes {
     }
 
     fn shared(&self) -> Lane {
+        let asked = Instant::now();
         let mut slots = self.slots();
         loop {
             if let Some(i) = slots
                 .iter()
                 .position(|s| flock(s, libc::LOCK_EX | libc::LOCK_NB))
             {
-                return Lane {
-                    _files: vec![slots.swap_remove(i)],
-                };
+                return Lane::new("shared", asked, vec![slots.swap_remove(i)]);
             }
             std::thread::sleep(POLL);
         }
     }
 
     fn alone(&self) -> Lane {
+        let asked = Instant::now();
         // One alone test at a time waits for the slots.
         let queue = self.open("queue");
         assert!(flock(&queue, libc::LOCK_EX), "flock the alone queue");
@@ -166,7 +203,7 @@ impl Lanes {
         assert!(flock(&running, libc::LOCK_EX), "flock the alone marker");
         let mut files = vec![queue, running];
         files.extend(slots);
-        Lane { _files: files }
+        Lane::new("alone", asked, files)
     }
 }
 

@@ -187,62 +187,15 @@ pub struct ServerArgs {
     /// A managed replica of the managed server, from the same binary: async, or semi-sync (each commit group waits for its acknowledgement).
     #[arg(long, value_enum, value_name = "MODE")]
     pub replica: Option<crate::server::replica::Mode>,
-    /// With --replica semi-sync: where the source waits for the replica's acknowledgement.
-    #[arg(long, value_enum, default_value_t, value_name = "POINT")]
-    pub semi_sync_wait: crate::probes::plan::WaitPoint,
+    /// With --replica semi-sync: where the source waits for the replica's acknowledgement [default: after-sync].
+    #[arg(long, value_enum, value_name = "POINT")]
+    pub semi_sync_wait: Option<crate::probes::plan::WaitPoint>,
     /// With --replica: round trip added between replica and source, in ms, by a delaying proxy (sweep: a list, e.g. 0,0.5,1,2,5).
     #[arg(long, value_delimiter = ',', value_name = "MS")]
     pub replica_delay_ms: Vec<f64>,
     /// Go on when semi-sync falls back to async (it is said either way; without this flag the run then exits non-zero).
     #[arg(long)]
     pub allow_async_fallback: bool,
-}
-
-impl ServerArgs {
-    /// The replica `--replica` asks for, with one delay (`delay`: the
-    /// first of `--replica-delay-ms`, or a sweep cell's); None without
-    /// `--replica`.
-    pub fn replica_plan(&self) -> Option<crate::server::replica::ReplicaPlan> {
-        let mode = self.replica?;
-        Some(crate::server::replica::ReplicaPlan {
-            mode,
-            wait: self.semi_sync_wait,
-            delay: self
-                .replica_delay_ms
-                .first()
-                .map(|ms| std::time::Duration::from_secs_f64(ms / 1000.0)),
-        })
-    }
-
-    /// The replica flags' own checks: a delay is a number of ms, at least
-    /// 0 and at most a minute; only `sweep` takes a list.
-    pub fn check_replica(&self, lists: bool) -> crate::error::Result<()> {
-        let usage = |m: String| Err(crate::error::Error::Usage(m));
-        if self.replica.is_none() {
-            if !self.replica_delay_ms.is_empty() {
-                return usage("--replica-delay-ms delays a managed replica: add --replica semi-sync (or async)".into());
-            }
-            if self.semi_sync_wait != crate::probes::plan::WaitPoint::default() {
-                return usage("--semi-sync-wait applies to a managed semi-sync replica: add --replica semi-sync".into());
-            }
-        }
-        if let Some(bad) = self
-            .replica_delay_ms
-            .iter()
-            .find(|d| !(0.0..=60_000.0).contains(*d))
-        {
-            return usage(format!(
-                "--replica-delay-ms {bad}: give milliseconds from 0 to 60000"
-            ));
-        }
-        if !lists && self.replica_delay_ms.len() > 1 {
-            return usage(format!(
-                "--replica-delay-ms takes one value here ({} given): a list of delays is a sweep's (commitscope sweep --replica-delay-ms 0,1,2)",
-                self.replica_delay_ms.len()
-            ));
-        }
-        Ok(())
-    }
 }
 
 /// The exporter's default port: in Prometheus's exporter range, clear of

@@ -5,7 +5,7 @@ use std::io::{stderr, Write};
 
 use crate::{
     probes::{debuginfod::Looked, profiles, symbols::SymbolSource, Probes, Target, WriteProbe},
-    report::Legend,
+    records::run::Legend,
 };
 
 /// What each column counts, said once at start.

@@ -15,6 +15,7 @@ pub mod legend;
 pub mod manual;
 pub mod outfile;
 pub mod probes;
+pub mod records;
 pub mod replication;
 pub mod report;
 pub mod runtime;

@@ -8,6 +8,14 @@ use commitscope::{
     error::Error,
 };
 
+/// The main command: its flags checked once, its output opened (a
+/// `--csv` file only for a run that passed the checks), the run.
+fn main_command(args: commitscope::cli::RunArgs) -> Result<(), Error> {
+    let plan = commitscope::session::RunPlan::check(&args)?;
+    let mut sink = commitscope::report::run_sinks(args.workload.json, args.output.csv.as_deref())?;
+    commitscope::session::run(plan, sink.as_mut())
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -19,7 +27,7 @@ fn main() -> ExitCode {
         return version(cli.run.workload.json);
     }
     let result = match cli.command {
-        None => commitscope::session::run(cli.run),
+        None => main_command(cli.run),
         Some(Command::Completions(args)) => {
             commitscope::manual::completions(args.shell, &mut std::io::stdout());
             Ok(())

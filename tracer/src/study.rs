@@ -8,14 +8,14 @@ use workload::{engine::Config, scenario::Scenario};
 use crate::{
     cli::{StudyArgs, StudyBinlog},
     error::{Error, Result},
+    records::run::{RunSink, RunSummary},
     report::{
         human::{opt_f, opt_u},
         json::Json,
         live::Live,
-        RunSink, RunSummary,
     },
     server::options::ServerOption,
-    session::{setup, Measure, Phases, Stop},
+    session::{setup, Measure, Phases, StagePlan, Stop},
 };
 
 /// One row of the study.
@@ -187,7 +187,6 @@ pub fn run(args: StudyArgs) -> Result<()> {
     let warmup = seconds("--warmup", args.warmup, 0.0)?;
     let interval = seconds("--interval", args.interval, 0.01)?;
     workload::schema::check_name(&args.database)?;
-    args.stage.server.check_replica(false)?;
     if args.stage.server.replica.is_some()
         && matches!(args.binlog, StudyBinlog::Off | StudyBinlog::Both)
     {
@@ -220,6 +219,12 @@ pub fn run(args: StudyArgs) -> Result<()> {
             )));
         }
     }
+    let plan = StagePlan::check(
+        &args.stage.server,
+        &args.stage.probes,
+        &args.stage.conn,
+        false,
+    )?;
     let times = Times {
         duration,
         warmup,
@@ -233,7 +238,7 @@ pub fn run(args: StudyArgs) -> Result<()> {
             if stop.fired() {
                 break;
             }
-            one_pass(&args, pass, times, &stop, &ph).await?;
+            one_pass(&args, &plan, pass, times, &stop, &ph).await?;
         }
         Ok(())
     })
@@ -250,6 +255,7 @@ struct Times {
 /// it is managed), then its table or JSON line.
 async fn one_pass(
     args: &StudyArgs,
+    plan: &StagePlan,
     pass: Option<BinlogPass>,
     times: Times,
     stop: &Stop,
@@ -260,8 +266,9 @@ async fn one_pass(
         warmup,
         interval,
     } = times;
-    let mut server = args.stage.server.clone();
-    server.server_options.extend(pass.map(BinlogPass::option));
+    let mut options = plan.server.server_options.clone();
+    options.extend(pass.map(BinlogPass::option));
+    let plan = plan.with_server_options(options);
     if let (Some(p), false) = (pass, args.json) {
         println!(
             "\n==== binlog {} ====",
@@ -270,9 +277,7 @@ async fn one_pass(
     }
     {
         let mut stage = setup(
-            &server,
-            &args.stage.probes,
-            &args.stage.conn,
+            &plan,
             crate::server::sizing::Shape {
                 // Each scenario's clients, plus the schema connection.
                 clients: ROWS.iter().map(|r| r.threads).max().unwrap_or(1) + 1,

@@ -10,7 +10,8 @@ use crate::{
     cli::TraceArgs,
     error::{Error, Result},
     probes::{cost, Plan, Probes, Target},
-    report::{human::Human, json::Json, EndReason, Legend, Restart, Sink, Summary},
+    records::run::{EndReason, Legend, Restart, Sink, Summary},
+    report::{human::Human, json::Json},
     sample::ProbeSampler,
     server::{commits, process},
 };

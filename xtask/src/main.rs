@@ -120,6 +120,15 @@ fn main() {
 }
 
 fn lint() -> anyhow::Result<()> {
+    // Host crates (the workspace's default members) ...
+    util::cargo(&["clippy", "--all-targets", "--", "-D", "warnings"])?;
+    lint_but_host_clippy()
+}
+
+/// Every lint but clippy on the host crates: `cargo xtask test` has
+/// clippy lint those while it builds the test binaries (`suite::build`),
+/// instead of type-checking the workspace a second time.
+fn lint_but_host_clippy() -> anyhow::Result<()> {
     util::cargo(&["fmt", "--all", "--", "--check"])?;
     // The fuzz targets are a workspace of their own.
     util::status(
@@ -127,9 +136,7 @@ fn lint() -> anyhow::Result<()> {
             .args(["fmt", "--", "--check"])
             .current_dir(util::root().join("fuzz")),
     )?;
-    // Host crates (the workspace's default members) ...
-    util::cargo(&["clippy", "--all-targets", "--", "-D", "warnings"])?;
-    // ... and the eBPF programs, for the target they are built for.
+    // The eBPF programs, for the target they are built for.
     util::status(
         std::process::Command::new("rustup")
             .args([
@@ -169,8 +176,11 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     };
     let mut failed = run_tests::Failures::default();
     failed.stage(
-        "lint (fmt, clippy, hermetic tests, import graph)",
-        clock.stage("lint", lint),
+        "lint (fmt, eBPF clippy, hermetic tests, import graph)",
+        clock.stage(
+            "lint (fmt, eBPF clippy, hermetic tests, import graph)",
+            lint_but_host_clippy,
+        ),
     );
     // --all-targets: every test target, without empty doc-test runs. The
     // shared eBPF types' unit tests too (the crate is not a default
@@ -197,7 +207,10 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     let dist_dir = background::scratch("dist-target");
     let fuzz_dir = background::scratch("fuzz-target");
     let jobs = (
-        background::Job::spawn("static binary build", dist::compile_cmd(&dist_dir)),
+        background::Job::spawn(
+            "static binary build",
+            dist::compile_cmd(&dist_dir, dist::Profile::Check),
+        ),
         background::Job::spawn("fuzz targets build", fuzz::build_cmd(Some(&fuzz_dir))),
     );
     let pauser = match &jobs {
@@ -239,7 +252,10 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     let (dist_job, fuzz_job) = jobs;
     let dist = clock.stage("dist-test (the rest of its build, then checks)", || {
         dist_job?.wait()?;
-        dist::check(&dist::package(&dist::compiled(&dist_dir))?)
+        dist::check(&dist::package(&dist::compiled(
+            &dist_dir,
+            dist::Profile::Check,
+        ))?)
     });
     failed.stage("dist-test", dist);
     // Every reader of hostile input under libFuzzer.
@@ -278,7 +294,12 @@ fn print_binary(r: &suite::Ran) {
         exe.display(),
         r.wall.as_secs_f64()
     );
-    let _ = o.write_all(r.output.as_bytes());
+    // The lanes' reports are the closing table's, not the log's.
+    for l in r.output.lines() {
+        if !l.starts_with(testkit::lane::REPORT) {
+            let _ = writeln!(o, "{l}");
+        }
+    }
     let _ = o.flush();
 }
 

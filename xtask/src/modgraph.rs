@@ -1,4 +1,5 @@
-//! A lint: no import circles between a crate's source files.
+//! A lint: no import circles between a crate's source files, and no
+//! arrow that runs back up between its rooms past a named few.
 //!
 //! Two files that import each other cannot be read, tested or changed
 //! alone, and a circle grows: a helper that lives in a command module
@@ -9,6 +10,14 @@
 //! set of two or more files is a circle. Test modules (what follows a
 //! file's first `#[cfg(test)]`) do not count: they import their parent by
 //! design.
+//!
+//! A room is a crate's top-level file or folder, as the house is drawn
+//! (`farm-studio look`). Files may import each other without a circle and
+//! their rooms still import each other around a loop (`probes/plan.rs`
+//! naming `server/replica.rs`'s wait point while `server/` imports
+//! `probes/`): the fewest room-to-room arrows that cut every such loop
+//! are the arrows that run back up. Each crate has a ceiling on them
+//! ([`UPWARD_ALLOWED`]).
 use std::{
     collections::{BTreeMap, BTreeSet},
     path::{Path, PathBuf},
@@ -134,6 +143,107 @@ impl Tree {
             })
             .collect())
     }
+}
+
+/// A room: a crate's top-level file or folder (`probes/`, `cli.rs`), as
+/// the house is drawn. The crate root is no room.
+fn room_of(module: &[String]) -> Option<&String> {
+    module.first()
+}
+
+/// An arrow between two rooms that runs back up, and the file imports
+/// behind it.
+pub type Upward = (String, String, Vec<(PathBuf, PathBuf)>);
+
+impl Tree {
+    /// The arrows between rooms that run back up: the fewest room-to-room
+    /// imports whose removal leaves no loop between rooms (files of one
+    /// room importing each other is the room's own affair).
+    pub fn upward_arrows(&self) -> std::io::Result<Vec<Upward>> {
+        let module_of: BTreeMap<&PathBuf, &Vec<String>> =
+            self.files.iter().map(|(m, f)| (f, m)).collect();
+        let mut rooms: BTreeMap<PathBuf, BTreeSet<PathBuf>> = BTreeMap::new();
+        let mut behind: BTreeMap<(String, String), Vec<(PathBuf, PathBuf)>> = BTreeMap::new();
+        for (from, tos) in self.edges()? {
+            let Some(a) = module_of.get(&from).and_then(|m| room_of(m)) else {
+                continue;
+            };
+            for to in tos {
+                let Some(b) = module_of.get(&to).and_then(|m| room_of(m)) else {
+                    continue;
+                };
+                if a == b {
+                    continue;
+                }
+                rooms
+                    .entry(PathBuf::from(a))
+                    .or_default()
+                    .insert(PathBuf::from(b));
+                rooms.entry(PathBuf::from(b)).or_default();
+                behind
+                    .entry((a.clone(), b.clone()))
+                    .or_default()
+                    .push((from.clone(), to.clone()));
+            }
+        }
+        let mut out = Vec::new();
+        for comp in strongly_connected(&rooms)
+            .into_iter()
+            .filter(|c| c.len() > 1)
+        {
+            let inside: Vec<(PathBuf, PathBuf)> = comp
+                .iter()
+                .flat_map(|a| {
+                    rooms[a]
+                        .iter()
+                        .filter(|b| comp.contains(b))
+                        .map(move |b| (a.clone(), b.clone()))
+                })
+                .collect();
+            for (a, b) in fewest_to_cut(&comp, &inside) {
+                let key = (a.display().to_string(), b.display().to_string());
+                let files = behind.get(&key).cloned().unwrap_or_default();
+                out.push((key.0, key.1, files));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The fewest of `edges` (between the `nodes` of one strongly connected
+/// set) whose removal leaves no loop, tried by size, smallest first: the
+/// sets are a handful of rooms. Past four, all of them.
+fn fewest_to_cut(nodes: &[PathBuf], edges: &[(PathBuf, PathBuf)]) -> Vec<(PathBuf, PathBuf)> {
+    let acyclic = |kept: &[&(PathBuf, PathBuf)]| {
+        let mut g: BTreeMap<PathBuf, BTreeSet<PathBuf>> =
+            nodes.iter().map(|n| (n.clone(), BTreeSet::new())).collect();
+        for (a, b) in kept {
+            g.entry(a.clone()).or_default().insert(b.clone());
+        }
+        strongly_connected(&g).iter().all(|c| c.len() == 1)
+    };
+    let n = edges.len();
+    for size in 1..=n.min(4) {
+        let mut pick: Vec<usize> = (0..size).collect();
+        loop {
+            let kept: Vec<&(PathBuf, PathBuf)> = (0..n)
+                .filter(|i| !pick.contains(i))
+                .map(|i| &edges[i])
+                .collect();
+            if acyclic(&kept) {
+                return pick.iter().map(|&i| edges[i].clone()).collect();
+            }
+            // The next combination of `size` out of `n`.
+            let Some(i) = (0..size).rev().find(|&i| pick[i] < n - size + i) else {
+                break;
+            };
+            pick[i] += 1;
+            for j in i + 1..size {
+                pick[j] = pick[j - 1] + 1;
+            }
+        }
+    }
+    edges.to_vec()
 }
 
 /// The directory a file's `mod name;` children live in.
@@ -438,26 +548,66 @@ pub const ROOTS: &[&str] = &[
     "tracer-ebpf/src/main.rs",
 ];
 
-/// Fails naming every circle in the workspace's crates.
+/// How many arrows may run back up between the rooms of a crate, by its
+/// root (others: none). The tracer's one: the error room names the fsync
+/// probe a refused attach was (`error.rs` -> `probes/fsync_choice.rs`).
+/// The workload's four tie its `tpcc/` room to the engine it plugs into
+/// (`cli`, `engine`, `stats` hold TPC-C's settings and figures; its
+/// commands call `run`): a ceiling, so that none is added.
+pub const UPWARD_ALLOWED: &[(&str, usize)] =
+    &[("tracer/src/lib.rs", 1), ("workload/src/lib.rs", 4)];
+
+/// Fails naming every circle in the workspace's crates, and the arrows
+/// that run back up between a crate's rooms past [`UPWARD_ALLOWED`].
 pub fn check(root: &Path) -> anyhow::Result<()> {
     let name = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
     let mut found = Vec::new();
+    let mut over = Vec::new();
     for r in ROOTS {
-        for c in Tree::load(&root.join(r))?.circle_edges()? {
+        let tree = Tree::load(&root.join(r))?;
+        for c in tree.circle_edges()? {
             let edges: Vec<String> = c
                 .iter()
                 .map(|(a, b)| format!("{} -> {}", name(a), name(b)))
                 .collect();
             found.push(edges.join(", "));
         }
+        let upward = tree.upward_arrows()?;
+        let allowed = UPWARD_ALLOWED
+            .iter()
+            .find(|(root, _)| root == r)
+            .map_or(0, |(_, n)| *n);
+        if upward.len() > allowed {
+            let arrows: Vec<String> = upward
+                .iter()
+                .map(|(a, b, files)| {
+                    let files: Vec<String> = files
+                        .iter()
+                        .map(|(x, y)| format!("{} -> {}", name(x), name(y)))
+                        .collect();
+                    format!("{a} -> {b} ({})", files.join(", "))
+                })
+                .collect();
+            over.push(format!(
+                "{r}: {} (at most {allowed}):\n    {}",
+                upward.len(),
+                arrows.join("\n    ")
+            ));
+        }
     }
-    if found.is_empty() {
-        return Ok(());
+    if !found.is_empty() {
+        anyhow::bail!(
+            "import circles (files that import each other, directly or around a loop; move what they share to a module both import):\n  {}",
+            found.join("\n  ")
+        );
     }
-    anyhow::bail!(
-        "import circles (files that import each other, directly or around a loop; move what they share to a module both import):\n  {}",
-        found.join("\n  ")
-    )
+    if !over.is_empty() {
+        anyhow::bail!(
+            "arrows that run back up between rooms (a room importing one that imports it, around a loop): move what the lower room needs down, or hand it in from above:\n  {}",
+            over.join("\n  ")
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -526,6 +676,30 @@ mod tests {
             ),
         ]);
         assert!(t.circles().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_room_importing_one_that_imports_it_is_one_upward_arrow() {
+        let (_d, t) = tree(&[
+            ("lib.rs", "mod low;\nmod high;\n"),
+            ("low.rs", "use crate::high::H;\npub struct L;\n"),
+            ("high/mod.rs", "mod a;\npub use a::H;\n"),
+            ("high/a.rs", "use crate::low::L;\npub struct H;\n"),
+        ]);
+        // No circle of files (low -> high/mod.rs -> high/a.rs -> low is
+        // one): the rooms low and high/ import each other, one arrow
+        // runs back up, with the file import behind it.
+        let up = t.upward_arrows().unwrap();
+        assert_eq!(up.len(), 1, "{up:?}");
+        assert!(!up[0].2.is_empty(), "{up:?}");
+        // Cut one way, the loop is gone.
+        let (_d, t) = tree(&[
+            ("lib.rs", "mod low;\nmod high;\n"),
+            ("low.rs", "pub struct L;\n"),
+            ("high/mod.rs", "mod a;\n"),
+            ("high/a.rs", "use crate::low::L;\n"),
+        ]);
+        assert!(t.upward_arrows().unwrap().is_empty());
     }
 
     #[test]

@@ -61,6 +61,40 @@ pub struct Timings {
     started: Instant,
     stages: Vec<(String, Duration, Option<f64>)>,
     binaries: Vec<(String, Duration, u64)>,
+    /// Each test that took a lane: (binary, lane, test, waited, held).
+    lanes: Vec<LaneUse>,
+}
+
+/// One test's lane, as its binary reported it (`testkit::lane`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaneUse {
+    pub binary: String,
+    pub kind: String,
+    pub test: String,
+    pub waited_s: f64,
+    pub held_s: f64,
+}
+
+/// The lane report lines of a binary's output: `testkit-lane: shared
+/// name waited 1.0 s, held 12.3 s`.
+pub fn lane_uses(binary: &str, output: &str) -> Vec<LaneUse> {
+    output
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(testkit::lane::REPORT)?;
+            let w: Vec<&str> = rest.split_whitespace().collect();
+            let [kind, test, "waited", waited, "s,", "held", held, "s"] = w[..] else {
+                return None;
+            };
+            Some(LaneUse {
+                binary: binary.to_string(),
+                kind: kind.to_string(),
+                test: test.to_string(),
+                waited_s: waited.parse().ok()?,
+                held_s: held.parse().ok()?,
+            })
+        })
+        .collect()
 }
 
 impl Default for Timings {
@@ -69,6 +103,7 @@ impl Default for Timings {
             started: Instant::now(),
             stages: Vec::new(),
             binaries: Vec::new(),
+            lanes: Vec::new(),
         }
     }
 }
@@ -104,6 +139,7 @@ impl Timings {
     pub fn binary(&mut self, ran: &Ran) {
         self.binaries
             .push((ran.binary.label(), ran.wall, tests_in(&ran.output)));
+        self.lanes.extend(lane_uses(&ran.binary.name, &ran.output));
     }
 
     /// The table: stages in order, then the binaries slowest first.
@@ -131,6 +167,24 @@ impl Timings {
         ));
         for (name, d, n) in &bins {
             o.push_str(&format!("  {name:<48} {:>8.1} {n:>6}\n", d.as_secs_f64()));
+        }
+        let mut lanes = self.lanes.clone();
+        lanes.sort_by(|a, b| b.held_s.total_cmp(&a.held_s));
+        for kind in ["alone", "shared"] {
+            let of: Vec<&LaneUse> = lanes.iter().filter(|l| l.kind == kind).collect();
+            let sum: f64 = of.iter().map(|l| l.held_s).sum();
+            o.push_str(&format!(
+                "  tests in the {kind} lane: {}, {sum:.0} s held in all; the longest:\n",
+                of.len()
+            ));
+            for l in of.iter().take(12) {
+                o.push_str(&format!(
+                    "    {:<62} {:>6.1} s (waited {:.0} s)\n",
+                    format!("{}::{}", l.binary, l.test),
+                    l.held_s,
+                    l.waited_s
+                ));
+            }
         }
         print!("{o}");
     }
@@ -177,6 +231,22 @@ impl FailureReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lane_reports_are_read() {
+        let out =
+            "test a ... ok\ntestkit-lane: alone study_runs waited 3.5 s, held 21.0 s\nnoise\n";
+        assert_eq!(
+            lane_uses("tests/m.rs", out),
+            [LaneUse {
+                binary: "tests/m.rs".into(),
+                kind: "alone".into(),
+                test: "study_runs".into(),
+                waited_s: 3.5,
+                held_s: 21.0,
+            }]
+        );
+    }
 
     #[test]
     fn failures_are_named_with_their_binary() {

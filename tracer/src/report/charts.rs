@@ -14,7 +14,7 @@ use plotters::{
 use super::grid::Grid;
 use crate::{
     error::{Error, Result},
-    sweep::store::CellRecord,
+    records::cells::CellRecord,
 };
 
 /// Pixel size of every chart (the PNG a renderer makes of it, too).

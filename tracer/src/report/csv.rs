@@ -2,7 +2,7 @@
 //! spreadsheet or a plotting script. Empty cells where a value is absent.
 use std::{io::Write, time::SystemTime};
 
-use super::records::{RunHeader, RunSink, RunSummary};
+use crate::records::run::{RunHeader, RunSink, RunSummary};
 use crate::sample::Joined;
 
 /// The binlog stages' columns follow these.

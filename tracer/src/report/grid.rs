@@ -3,7 +3,7 @@
 //! summaries and the charts alike.
 use std::collections::BTreeMap;
 
-use crate::sweep::{plan::settings_label, store::CellRecord, store::Meta};
+use crate::records::cells::{settings_label, CellRecord, Meta};
 
 /// The records arranged as a table: which settings vary make the columns.
 pub struct Grid<'a> {

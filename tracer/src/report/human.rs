@@ -6,7 +6,7 @@ use std::{
 };
 
 pub(crate) use super::fmt::{opt_f, opt_u};
-use super::records::{Legend, Restart, Sink, Summary};
+use crate::records::run::{Legend, Restart, Sink, Summary};
 use crate::sample::Interval;
 
 pub struct Human<W: Write> {
@@ -468,7 +468,7 @@ pub fn probe_totals(out: &mut impl Write, l: &Legend, t: &Interval) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::EndReason;
+    use crate::records::run::EndReason;
 
     use crate::sample::test_interval as interval;
 

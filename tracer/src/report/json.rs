@@ -7,7 +7,7 @@ use std::{
 
 use serde_json::json;
 
-use super::records::{Legend, Restart, RunHeader, RunSink, RunSummary, Sink, Summary};
+use crate::records::run::{Legend, Restart, RunHeader, RunSink, RunSummary, Sink, Summary};
 use crate::sample::{Interval, Joined};
 
 pub struct Json<W: Write> {

@@ -3,14 +3,14 @@
 //! summary block with the server's own counters beside ours.
 use std::{io::Write, time::SystemTime};
 
-use super::{
-    human::{
-        anatomy_cells, anatomy_header, binlog_cells, binlog_header, clock, commit_path_cells,
-        commit_path_header, io_cells, io_header, opt_f, opt_u, probe_totals,
-    },
-    records::{RunHeader, RunSink, RunSummary},
+use super::human::{
+    anatomy_cells, anatomy_header, binlog_cells, binlog_header, clock, commit_path_cells,
+    commit_path_header, io_cells, io_header, opt_f, opt_u, probe_totals,
 };
-use crate::sample::Joined;
+use crate::{
+    records::run::{RunHeader, RunSink, RunSummary},
+    sample::Joined,
+};
 
 pub struct Live<W: Write> {
     out: W,

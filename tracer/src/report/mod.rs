@@ -1,6 +1,8 @@
 //! Output sinks: one file per format. None of them imports aya.
-//! `trace` prints [`Interval`](crate::sample::Interval)s through [`Sink`]; the main command prints
-//! [`Joined`](crate::sample::Joined) ticks (workload + probes) through [`RunSink`].
+//! `trace` prints [`Interval`](crate::sample::Interval)s through a
+//! `Sink`; the main command prints [`Joined`](crate::sample::Joined)
+//! ticks (workload + probes) through a `RunSink` (both in
+//! `crate::records::run`, with what they print).
 pub mod binlog_block;
 pub mod charts;
 mod commit_path_block;
@@ -10,15 +12,15 @@ pub mod grid;
 pub mod human;
 pub mod json;
 pub mod live;
-pub mod records;
 mod replication_block;
 pub mod sweep;
 
 use std::path::Path;
 
-pub use records::*;
-
-use crate::error::Result;
+use crate::{
+    error::Result,
+    records::run::{RunSink, Tee},
+};
 
 /// stdout as a table (or JSON lines), plus `--csv FILE` when given.
 pub fn run_sinks(json: bool, csv: Option<&Path>) -> Result<Box<dyn RunSink>> {

@@ -6,7 +6,7 @@ use std::{fmt::Write as _, path::Path};
 use super::{charts, grid::Grid};
 use crate::{
     error::{Error, Result},
-    sweep::store::{CellRecord, Meta},
+    records::cells::{CellRecord, Meta},
 };
 
 /// The Markdown table: `tps (commits/flush)` per cell, as seeds/000 has
@@ -146,7 +146,7 @@ pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
             let Some(r) = g.get(row, ci) else { continue };
             let cp = r.commit_path.as_ref();
             let top = cp.and_then(|c| c.top());
-            let io = |f: fn(&crate::sweep::store::CellIo) -> Option<f64>| {
+            let io = |f: fn(&crate::records::cells::CellIo) -> Option<f64>| {
                 opt(r.io.as_ref().and_then(f).map(|v| format!("{v:.2}")))
             };
             let _ = writeln!(
@@ -220,15 +220,15 @@ pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
 /// Everything `commitscope report DIR` makes: the table on `out`, the
 /// summaries and the charts in DIR.
 pub fn rebuild(dir: &Path, out: &mut impl std::io::Write) -> Result<()> {
-    if !dir.join(crate::sweep::store::CELLS).exists() {
+    if !dir.join(crate::records::cells::CELLS).exists() {
         return Err(Error::Usage(format!(
             "{} has no {}: point at the --out directory of a `commitscope sweep`",
             dir.display(),
-            crate::sweep::store::CELLS
+            crate::records::cells::CELLS
         )));
     }
-    let meta = crate::sweep::store::read_meta(dir)?;
-    let records = crate::sweep::store::read_cells(dir)?;
+    let meta = crate::records::cells::read_meta(dir)?;
+    let records = crate::records::cells::read_cells(dir)?;
     publish(dir, &meta, &records, out)
 }
 
@@ -246,7 +246,7 @@ pub fn publish(
     eprintln!(
         "commitscope: {} cells in {}; wrote {}",
         records.len(),
-        dir.join(crate::sweep::store::CELLS).display(),
+        dir.join(crate::records::cells::CELLS).display(),
         files
             .iter()
             .map(|p| p.display().to_string())

@@ -9,7 +9,7 @@ use super::{phases::Phases, stage::Stage, stop::Stop};
 use crate::{
     error::Result,
     probes::cost,
-    report::{EndReason, RunSink, RunSummary},
+    records::run::{EndReason, RunSink, RunSummary},
     sample::{Joined, ProbeSampler},
     server::{commits, managed::Managed, process, status},
 };

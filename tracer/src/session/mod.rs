@@ -7,17 +7,18 @@
 //!
 //! This file only names the rooms: stop (the Ctrl-C watch), phases (timed
 //! startup), stage (server, connection, probes; restart, teardown),
-//! measure (one run), config (flags checked first), run (the main command).
-pub mod config;
+//! measure (one run), plan (the flags checked once, before anything
+//! starts), run (the main command).
 pub mod measure;
 pub mod phases;
+pub mod plan;
 pub mod run;
 pub mod stage;
 pub mod stop;
 
-pub use config::{check_workload, shape_of};
 pub use measure::Measure;
 pub use phases::Phases;
+pub use plan::{check_workload, shape_of, RunPlan, StagePlan};
 pub use run::run;
-pub use stage::{check_args, setup, Stage};
+pub use stage::{setup, Stage};
 pub use stop::Stop;

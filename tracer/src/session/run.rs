@@ -1,47 +1,32 @@
-//! The main command: setup, one measured run, teardown.
+//! The main command: its flags checked once into a plan, then setup, one
+//! measured run, teardown.
 
-use super::{
-    config::{check_workload, shape_of},
-    measure::Measure,
-    phases::Phases,
-    stage::setup,
-    stop::Stop,
+use super::{measure::Measure, phases::Phases, plan::RunPlan, stage::setup, stop::Stop};
+use crate::{
+    error::{Error, Result},
+    records::run::RunSink,
 };
-use crate::error::{Error, Result};
 
-/// The main command.
-pub fn run(args: crate::cli::RunArgs) -> Result<()> {
+/// The main command as `plan` has it, its ticks and summary into `sink`
+/// (the caller's output, made once the plan is checked).
+pub fn run(plan: RunPlan, sink: &mut dyn RunSink) -> Result<()> {
     let rt = crate::runtime::runtime()?;
     rt.block_on(async {
-        args.server.check_replica(false)?;
         let stop = Stop::install()?;
-        let ph = Phases::new(args.probes.verbose);
-        let shape = shape_of([&check_workload(&args.workload)?]);
-        let mut wa = args.workload.clone();
-        let mut sink = crate::report::run_sinks(args.workload.json, args.output.csv.as_deref())?;
-        let mut stage = setup(
-            &args.server,
-            &args.probes,
-            &args.workload.conn,
-            shape,
-            &stop,
-            &ph,
-        )
-        .await?;
-        wa.conn = stage.conn.clone();
-        let (cfg, interval, duration) = workload::run::config(&wa)?;
+        let ph = Phases::new(plan.stage.probes.verbose);
+        let mut stage = setup(&plan.stage, plan.shape, &stop, &ph).await?;
         let m = Measure {
-            cfg,
-            interval,
-            duration,
-            reset: args.workload.reset,
+            cfg: plan.workload_on(&stage.endpoint),
+            interval: plan.interval,
+            duration: plan.duration,
+            reset: plan.reset,
         };
-        let r = stage.measure(&m, sink.as_mut(), &stop, &ph).await;
+        let r = stage.measure(&m, sink, &stop, &ph).await;
         stage.close(&ph).await;
         match r? {
             s if s.end.server_failed() => Err(Error::ServerLost { detail: s.ended }),
             s if s.replica.as_ref().is_some_and(|r| r.fell_back)
-                && !args.server.allow_async_fallback =>
+                && !plan.stage.server.allow_async_fallback =>
             {
                 let n = s.replica.as_ref().map_or(0, |r| r.not_acknowledged);
                 Err(Error::AsyncFallback {

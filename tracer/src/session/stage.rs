@@ -4,12 +4,12 @@
 
 use workload::conn::{ConnArgs, Endpoint};
 
-use super::{phases::Phases, stop::Stop};
+use super::{phases::Phases, plan::StagePlan, stop::Stop};
 use crate::{
-    cli::{ProbeArgs, ServerArgs},
+    cli::ProbeArgs,
     error::{Error, Result},
     probes::{Plan, Probes, Target},
-    report::RunHeader,
+    records::run::{Legend, RunHeader},
     server::{
         existing, locate,
         managed::{Managed, ManagedConfig},
@@ -38,62 +38,14 @@ pub struct Stage {
     pub(super) attach: Option<Attach>,
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// Bad combinations, found before anything starts.
-pub fn check_args(server: &ServerArgs, conn: &ConnArgs) -> Result<()> {
-    // A sweep's list of delays is checked here too; the main command and
-    // study refuse a list before they call this.
-    server.check_replica(true)?;
-    if conn.any_given() {
-        let managed_only = [
-            (server.mysqld.is_some(), "--mysqld"),
-            (!server.server_options.is_empty(), "--server-option"),
-            (server.keep, "--keep"),
-        ];
-        if let Some((_, flag)) = managed_only.iter().find(|(set, _)| *set) {
-            return Err(Error::Usage(format!(
-                "{flag} applies to the managed server, but connection options (--socket/--host/--port/--dsn/--defaults-file) select an existing one: drop one or the other"
-            )));
-        }
-        if server.replica.is_some() {
-            return Err(Error::Usage(
-                "--replica starts a replica of the managed server, but connection options (--socket/--host/--port/--dsn/--defaults-file) select an existing one: drop one or the other (an existing semi-sync primary is traced as it is)".into(),
-            ));
-        }
-    } else if server.pid.is_some() {
-        return Err(Error::Usage(
-            "--pid names an existing server: pass its --socket (or --host/--port) too, or drop --pid for a managed server".into(),
-        ));
-    }
-    if !server.no_trace && !is_root() {
-        return Err(Error::NotRoot {
-            what: "",
-            hint: " (or pass --no-trace for the workload alone)",
-        });
-    }
-    Ok(())
-}
-
 async fn connect(ep: &Endpoint) -> Result<mysql_async::Conn> {
     Ok(workload::conn::connect(ep, None).await?)
 }
 
-/// Starts (or finds) the server and attaches the probes.
-pub async fn setup(
-    server: &ServerArgs,
-    probe_args: &ProbeArgs,
-    conn: &ConnArgs,
-    shape: Shape,
-    stop: &Stop,
-    ph: &Phases,
-) -> Result<Stage> {
-    check_args(server, conn)?;
-    let replica_plan = server.replica_plan();
-    probe_args.commit_path_in(probe_args.tier_or(crate::probes::tier::Tier::Exact))?;
+/// Starts (or finds) the server of `plan` and attaches its probes.
+pub async fn setup(plan: &StagePlan, shape: Shape, stop: &Stop, ph: &Phases) -> Result<Stage> {
+    let (server, probe_args, conn) = (&plan.server, &plan.probes, &plan.conn);
+    let replica_plan = plan.replica.clone();
     let opens = u64::from(shape.clients) + 1;
     let sizing = (!conn.any_given()).then(|| Sizing::for_machine(shape, &server.server_options));
     // Our clients' sockets, and the managed server's files: it inherits
@@ -101,12 +53,8 @@ pub async fn setup(
     let fds = workload::capacity::client_fds(opens)
         .max(sizing.as_ref().map_or(0, |s| s.open_files_limit));
     workload::capacity::raise_nofile(fds)?;
-    let declared = probe_args
-        .server_version
-        .as_deref()
-        .map(str::parse)
-        .transpose()?;
-    let trace_on = !server.no_trace;
+    let declared = plan.declared;
+    let trace_on = plan.trace;
     let mut managed = None;
     // The managed binary's attach plan, made before it starts (to reject a
     // binary without probe points early) and used again at attach.
@@ -130,7 +78,7 @@ pub async fn setup(
                         fsync_probe: probe_args.fsync_probe,
                         write_timing: false,
                         anatomy: false,
-                        tier: probe_args.tier_or(crate::probes::tier::Tier::Exact),
+                        tier: plan.tier,
                         io: false,
                         commit_path: false,
                         semi_sync_wait: None,
@@ -307,7 +255,7 @@ impl Attach {
         first: bool,
         stop: &Stop,
         ph: &Phases,
-    ) -> Result<(Probes, crate::report::Legend)> {
+    ) -> Result<(Probes, Legend)> {
         let target = Target {
             pid,
             exe: match &self.plan {

@@ -8,7 +8,11 @@ use std::{
 
 use crate::{
     error::{Error, Result},
-    report::{csv::Csv, EndReason, RunSummary},
+    records::{
+        cells::CellRecord,
+        run::{EndReason, RunSummary},
+    },
+    report::csv::Csv,
     server::options::ServerOption,
     session::{Measure, Stage},
     sweep::{
@@ -17,7 +21,6 @@ use crate::{
         progress::Progress,
         settings,
         spec::workload_args,
-        store::CellRecord,
     },
 };
 

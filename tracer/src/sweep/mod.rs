@@ -14,19 +14,20 @@ pub mod validate;
 
 use std::time::Instant;
 
+use crate::records::cells::CellRecord;
 use crate::{
     cli::{ServerArgs, SweepArgs},
     error::{Error, Result},
     report::sweep::{publish, write_outputs},
     server::options::ServerOption,
-    session::{setup, Phases, Stop},
+    session::{setup, Phases, StagePlan, Stop},
 };
 use cell::{result_line, run_cell, Live};
 use ctx::Ctx;
 use plan::Cell;
 use progress::Progress;
 use spec::Spec;
-use store::{CellRecord, Store};
+use store::Store;
 use validate::Ready;
 
 /// How the sweep ended.
@@ -56,22 +57,13 @@ pub fn run(args: SweepArgs) -> Result<()> {
         },
         ..args.stage.server.clone()
     };
-    crate::session::check_args(&server, &args.stage.conn)?;
+    let plan = StagePlan::check(&server, &args.stage.probes, &args.stage.conn, true)?;
     let (store, earlier) = Store::open(&args.out, args.resume, &spec.meta)?;
     let rt = crate::runtime::runtime()?;
     rt.block_on(async {
         let stop = Stop::install()?;
         let ph = Phases::new(args.stage.probes.verbose);
-        let mut stage = match setup(
-            &server,
-            &args.stage.probes,
-            &args.stage.conn,
-            spec.shape,
-            &stop,
-            &ph,
-        )
-        .await
-        {
+        let mut stage = match setup(&plan, spec.shape, &stop, &ph).await {
             Ok(s) => s,
             Err(e @ (Error::ServerStart { .. } | Error::ServerInit { .. })) => {
                 let first = Cell {

@@ -29,25 +29,6 @@ pub struct Cell {
     pub settings: Vec<ServerOption>,
 }
 
-/// The short form of a variable in labels: `trx_commit` for
-/// `innodb_flush_log_at_trx_commit`, else the name without `innodb_`.
-pub fn short_name(key: &str) -> String {
-    let k = key.replace('-', "_");
-    match k.as_str() {
-        "innodb_flush_log_at_trx_commit" => "trx_commit".into(),
-        _ => k.strip_prefix("innodb_").unwrap_or(&k).to_string(),
-    }
-}
-
-/// The settings part of a label, e.g. `trx_commit=0 sync_binlog=1`.
-pub fn settings_label<'a>(settings: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
-    settings
-        .into_iter()
-        .map(|(k, v)| format!("{}={v}", short_name(k)))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 impl Cell {
     /// Its identity in `cells.jsonl`: independent of the run order, so
     /// `--resume` finds it whatever else the new command line sweeps.
@@ -73,7 +54,7 @@ impl Cell {
         if let (Some(w), true) = (self.warehouses, many_warehouses) {
             s.push_str(&format!(" warehouses={w}"));
         }
-        let set = settings_label(
+        let set = crate::records::cells::settings_label(
             self.settings
                 .iter()
                 .zip(varied)
@@ -214,7 +195,13 @@ mod tests {
         assert_eq!(c.len(), 2);
         assert_eq!(c[1].key(), "threads=4 warehouses=2");
         assert_eq!(c[1].label(&[], true), "threads=4 warehouses=2");
-        assert_eq!(short_name("innodb_log_file_size"), "log_file_size");
-        assert_eq!(short_name("sync-binlog"), "sync_binlog");
+        assert_eq!(
+            crate::records::cells::short_name("innodb_log_file_size"),
+            "log_file_size"
+        );
+        assert_eq!(
+            crate::records::cells::short_name("sync-binlog"),
+            "sync_binlog"
+        );
     }
 }

@@ -10,8 +10,9 @@ use workload::{
 use crate::{
     cli::SweepArgs,
     error::{Error, Result},
+    records::cells::Meta,
     server::options::OptionAxis,
-    sweep::{plan::Cell, store::Meta},
+    sweep::plan::Cell,
 };
 
 /// The command line, checked: the lists and what every cell shares.
@@ -123,7 +124,7 @@ impl Spec {
         for &t in &spec.threads {
             for &w in &spec.warehouses {
                 let wa = workload_args(args, t, w, args.stage.conn.clone());
-                cfgs.push(crate::session::check_workload(&wa)?);
+                cfgs.push(crate::session::check_workload(&wa)?.0);
             }
         }
         spec.shape = crate::session::shape_of(&cfgs);

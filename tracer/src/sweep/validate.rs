@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::{
     error::{Error, Result},
+    records::cells::CellRecord,
     sweep::{
         cell::Live,
         ctx::Ctx,
@@ -13,7 +14,6 @@ use crate::{
         progress::human,
         settings::{self, Classified},
         spec::Namer,
-        store::CellRecord,
     },
 };
 
@@ -112,7 +112,11 @@ pub async fn ready(
                 Change::Restart => "restart",
                 Change::Replica => "the replica's proxy",
             };
-            format!("{} x{} by {by}", plan::short_name(&a.key), a.values.len())
+            format!(
+                "{} x{} by {by}",
+                crate::records::cells::short_name(&a.key),
+                a.values.len()
+            )
         })
         .collect();
     eprintln!(

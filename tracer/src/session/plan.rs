@@ -1,0 +1,245 @@
+//! The server and probe flags of a session (the main command's, study's,
+//! sweep's), checked once before anything starts, into the plan that
+//! [`super::setup`] runs: a bad combination, and a flag that would do
+//! nothing in the chosen mode, is refused here in one line, as a bad
+//! value is. The main command's [`RunPlan`] adds its workload, checked
+//! the same once.
+use std::time::Duration;
+
+use workload::{conn::ConnArgs, engine::Config};
+
+use crate::{
+    cli::{ProbeArgs, RunArgs, ServerArgs},
+    error::{Error, Result},
+    family::ServerId,
+    probes::tier::Tier,
+    server::{
+        replica::{Mode, ReplicaPlan},
+        sizing::Shape,
+    },
+};
+
+/// What a session's stage is to be: the server (managed or the user's),
+/// its replica, and how it is probed.
+#[derive(Clone, Debug)]
+pub struct StagePlan {
+    pub server: ServerArgs,
+    pub probes: ProbeArgs,
+    pub conn: ConnArgs,
+    /// The managed replica `--replica` asks for.
+    pub replica: Option<ReplicaPlan>,
+    /// `--server-version`, parsed.
+    pub declared: Option<ServerId>,
+    /// The probe tier: exact unless `--probes light`.
+    pub tier: Tier,
+    /// Probes attached (no `--no-trace`).
+    pub trace: bool,
+}
+
+fn usage<T>(m: impl Into<String>) -> Result<T> {
+    Err(Error::Usage(m.into()))
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The connection options that select an existing server, for messages.
+const CONN_FLAGS: &str = "connection options (--socket/--host/--port/--dsn/--defaults-file)";
+
+impl StagePlan {
+    /// Checks the flags; `lists`: a sweep, whose `--replica-delay-ms` may
+    /// be a list of delays (its cells').
+    pub fn check(
+        server: &ServerArgs,
+        probes: &ProbeArgs,
+        conn: &ConnArgs,
+        lists: bool,
+    ) -> Result<StagePlan> {
+        check_replica(server, lists)?;
+        let existing = conn.any_given();
+        if existing {
+            let managed_only = [
+                (server.mysqld.is_some(), "--mysqld"),
+                (!server.server_options.is_empty(), "--server-option"),
+                (server.keep, "--keep"),
+            ];
+            if let Some((_, flag)) = managed_only.iter().find(|(set, _)| *set) {
+                return usage(format!(
+                    "{flag} applies to the managed server, but {CONN_FLAGS} select an existing one: drop one or the other"
+                ));
+            }
+            if server.replica.is_some() {
+                return usage(format!(
+                    "--replica starts a replica of the managed server, but {CONN_FLAGS} select an existing one: drop one or the other (an existing semi-sync primary is traced as it is)"
+                ));
+            }
+        } else if server.pid.is_some() {
+            return usage(
+                "--pid names an existing server: pass its --socket (or --host/--port) too, or drop --pid for a managed server",
+            );
+        }
+        let trace = !server.no_trace;
+        if !trace {
+            let probe_only = [
+                (probes.commit_path, "--commit-path"),
+                (probes.io, "--io"),
+                (probes.anatomy, "--anatomy"),
+                (probes.tier.is_some(), "--probes"),
+            ];
+            if let Some((_, flag)) = probe_only.iter().find(|(set, _)| *set) {
+                return usage(format!(
+                    "{flag} is a probe's, and --no-trace attaches none: drop one or the other"
+                ));
+            }
+        }
+        let tier = probes.tier_or(Tier::Exact);
+        probes.commit_path_in(tier)?;
+        let declared = probes.server()?;
+        if trace && !is_root() {
+            return Err(Error::NotRoot {
+                what: "",
+                hint: " (or pass --no-trace for the workload alone)",
+            });
+        }
+        Ok(StagePlan {
+            server: server.clone(),
+            probes: probes.clone(),
+            conn: conn.clone(),
+            replica: replica_plan(server),
+            declared,
+            tier,
+            trace,
+        })
+    }
+
+    /// The plan with these managed server options instead (a study's
+    /// pass, a sweep's first cell): they were checked with the rest.
+    pub fn with_server_options(&self, options: Vec<crate::server::options::ServerOption>) -> Self {
+        let mut p = self.clone();
+        p.server.server_options = options;
+        p
+    }
+}
+
+/// The replica `--replica` asks for, with one delay (the first of
+/// `--replica-delay-ms`; a sweep's cells set theirs); None without it.
+fn replica_plan(server: &ServerArgs) -> Option<ReplicaPlan> {
+    let mode = server.replica?;
+    Some(ReplicaPlan {
+        mode,
+        wait: server.semi_sync_wait.unwrap_or_default(),
+        delay: server
+            .replica_delay_ms
+            .first()
+            .map(|ms| Duration::from_secs_f64(ms / 1000.0)),
+    })
+}
+
+/// The replica flags: each only with the replica it applies to; a delay
+/// is a number of ms from 0 to a minute; only a sweep takes a list.
+fn check_replica(s: &ServerArgs, lists: bool) -> Result<()> {
+    match s.replica {
+        None => {
+            if !s.replica_delay_ms.is_empty() {
+                return usage("--replica-delay-ms delays a managed replica: add --replica semi-sync (or async)");
+            }
+            if s.semi_sync_wait.is_some() {
+                return usage("--semi-sync-wait applies to a managed semi-sync replica: add --replica semi-sync");
+            }
+            if s.allow_async_fallback {
+                return usage("--allow-async-fallback accepts a semi-sync replica falling back to async: add --replica semi-sync, or drop it");
+            }
+        }
+        Some(Mode::Async) => {
+            if s.semi_sync_wait.is_some() {
+                return usage("--semi-sync-wait is where a semi-sync source waits, and --replica async never waits: use --replica semi-sync, or drop --semi-sync-wait");
+            }
+            if s.allow_async_fallback {
+                return usage("--allow-async-fallback accepts a semi-sync replica falling back to async, and --replica async is async from the start: use --replica semi-sync, or drop it");
+            }
+        }
+        Some(Mode::SemiSync) => {}
+    }
+    if let Some(bad) = s
+        .replica_delay_ms
+        .iter()
+        .find(|d| !(0.0..=60_000.0).contains(*d))
+    {
+        return usage(format!(
+            "--replica-delay-ms {bad}: give milliseconds from 0 to 60000"
+        ));
+    }
+    if !lists && s.replica_delay_ms.len() > 1 {
+        return usage(format!(
+            "--replica-delay-ms takes one value here ({} given): a list of delays is a sweep's (commitscope sweep --replica-delay-ms 0,1,2)",
+            s.replica_delay_ms.len()
+        ));
+    }
+    Ok(())
+}
+
+/// The main command's plan: its stage, and its workload checked once (a
+/// managed server's socket is not known yet: the endpoint is set when
+/// the stage is up, see [`RunPlan::workload_on`]).
+pub struct RunPlan {
+    pub stage: StagePlan,
+    pub workload: Config,
+    pub interval: Duration,
+    pub duration: Option<Duration>,
+    pub reset: bool,
+    /// What the managed server must take.
+    pub shape: Shape,
+}
+
+impl RunPlan {
+    pub fn check(args: &RunArgs) -> Result<RunPlan> {
+        let stage = StagePlan::check(&args.server, &args.probes, &args.workload.conn, false)?;
+        let (workload, interval, duration) = check_workload(&args.workload)?;
+        Ok(RunPlan {
+            shape: shape_of([&workload]),
+            stage,
+            workload,
+            interval,
+            duration,
+            reset: args.workload.reset,
+        })
+    }
+
+    /// The workload, on the stage's server.
+    pub fn workload_on(&self, endpoint: &workload::conn::Endpoint) -> Config {
+        Config {
+            endpoint: endpoint.clone(),
+            ..self.workload.clone()
+        }
+    }
+}
+
+/// Validates workload flags before anything starts: (the config, its
+/// interval, its duration). A managed server's socket is not known yet,
+/// so they are checked against a placeholder endpoint (nothing connects
+/// to it).
+pub fn check_workload(
+    args: &workload::cli::WorkloadArgs,
+) -> Result<(Config, Duration, Option<Duration>)> {
+    if args.conn.any_given() {
+        return Ok(workload::run::config(args)?);
+    }
+    let mut wa = args.clone();
+    wa.conn = ConnArgs {
+        socket: Some("/nonexistent".into()),
+        defaults_file: Some("/dev/null".into()),
+        user: Some("root".into()),
+        ..Default::default()
+    };
+    Ok(workload::run::config(&wa)?)
+}
+
+/// What the server must take for runs of these configs.
+pub fn shape_of<'a>(cfgs: impl IntoIterator<Item = &'a Config>) -> Shape {
+    cfgs.into_iter().fold(Shape::default(), |s, c| Shape {
+        clients: s.clients.max(c.peak_connections().saturating_sub(1) as u32),
+        warehouses: s.warehouses.max(c.tpcc.as_ref().map(|t| t.warehouses)),
+    })
+}
