@@ -213,30 +213,41 @@ mod tests {
 
     #[test]
     fn an_alone_lane_waits_for_the_shared_ones_and_keeps_them_out() {
+        use std::sync::{mpsc::channel, Arc};
         // Lanes of their own: the machine's are the suite's.
         let d = tempfile::tempdir().unwrap();
-        let lanes = std::sync::Arc::new(Lanes(d.path().to_path_buf()));
-        let held = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let lanes = Arc::new(Lanes(d.path().to_path_buf()));
         let s = lanes.shared();
-        let (h, l) = (held.clone(), lanes.clone());
-        let t = std::thread::spawn(move || {
-            let _a = l.alone();
-            h.store(1, std::sync::atomic::Ordering::SeqCst);
-            std::thread::sleep(Duration::from_millis(300));
-            h.store(2, std::sync::atomic::Ordering::SeqCst);
+        // An alone test asks while the shared lane is taken ...
+        let (got_tx, got) = channel();
+        let (release, release_rx) = channel::<()>();
+        let l = lanes.clone();
+        let alone = std::thread::spawn(move || {
+            let a = l.alone();
+            got_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+            drop(a);
         });
-        std::thread::sleep(Duration::from_millis(200));
-        // Still waiting: the shared lane above is taken.
-        assert_eq!(held.load(std::sync::atomic::Ordering::SeqCst), 0);
+        // ... and waits (whatever the machine's load: it cannot have it).
+        assert!(got.recv_timeout(Duration::from_millis(300)).is_err());
         assert!(!lanes.alone_running());
         drop(s);
-        while held.load(std::sync::atomic::Ordering::SeqCst) == 0 {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        // Taken by the alone test: a shared one waits until it ends.
+        // Free: it takes the machine.
+        got.recv_timeout(Duration::from_secs(30)).expect("the alone lane");
         assert!(lanes.alone_running());
-        let _s = lanes.shared();
-        assert_eq!(held.load(std::sync::atomic::Ordering::SeqCst), 2);
-        t.join().unwrap();
+        // A shared test now waits until the alone one ends.
+        let (shared_tx, shared) = channel();
+        let l = lanes.clone();
+        let waiter = std::thread::spawn(move || {
+            let s = l.shared();
+            shared_tx.send(()).unwrap();
+            drop(s);
+        });
+        assert!(shared.recv_timeout(Duration::from_millis(300)).is_err());
+        release.send(()).unwrap();
+        alone.join().unwrap();
+        shared.recv_timeout(Duration::from_secs(30)).expect("the shared lane");
+        waiter.join().unwrap();
+        assert!(!lanes.alone_running());
     }
 }
