@@ -60,6 +60,21 @@ fn civil_date(secs: i64) -> String {
 fn main() -> anyhow::Result<()> {
     build_info(Path::new(&env::var("CARGO_MANIFEST_DIR")?))?;
     let out = PathBuf::from(env::var("OUT_DIR")?);
+    // An object another build of this same tree made (`cargo xtask test`'s
+    // static binary reuses the test build's): the same source and
+    // toolchain give the same bytes, without a second nightly build of
+    // `core` for the BPF target.
+    println!("cargo:rerun-if-env-changed=COMMITSCOPE_EBPF_OBJECT");
+    if let Some(built) = env::var_os("COMMITSCOPE_EBPF_OBJECT") {
+        println!("cargo:rerun-if-changed={}", Path::new(&built).display());
+        fs::copy(&built, out.join("tracer-ebpf")).map_err(|e| {
+            anyhow::anyhow!(
+                "COMMITSCOPE_EBPF_OBJECT={}: {e}",
+                Path::new(&built).display()
+            )
+        })?;
+        return Ok(());
+    }
     let skip = env::var("AYA_BUILD_SKIP").is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
     if skip {
         let stub = out.join("tracer-ebpf");

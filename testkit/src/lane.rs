@@ -19,8 +19,10 @@
 //! held by one shared test. An alone test takes every slot at once, only
 //! when all are free: while shared tests keep coming, the alone ones wait,
 //! and run one after the other once the shared ones are done (a queue
-//! file orders them; an `alone` file says one holds the machine, which is
-//! what `cargo xtask test` stops its background builds for). A lock goes
+//! file orders them). `cargo xtask test`'s background work (builds, the
+//! kernel matrix) runs at idle priority beside both: it takes only the CPU
+//! the tests leave, and is preempted the moment a test's thread wakes. A
+//! lock goes
 //! with its file descriptor: a test that panics or a process that dies
 //! releases its lane.
 use std::{
@@ -139,25 +141,10 @@ pub fn alone() -> Lane {
     Lanes::machine().alone()
 }
 
-/// Whether a test holds the machine alone now: what `cargo xtask test`
-/// stops its background builds for.
-pub fn alone_running() -> bool {
-    Lanes::machine().alone_running()
-}
-
 /// How long a waiting test sleeps between tries.
 const POLL: Duration = Duration::from_millis(25);
 
 impl Lanes {
-    fn alone_running(&self) -> bool {
-        let running = self.open("alone");
-        let free = flock(&running, libc::LOCK_SH | libc::LOCK_NB);
-        if free {
-            flock(&running, libc::LOCK_UN);
-        }
-        !free
-    }
-
     fn slots(&self) -> Vec<File> {
         (0..shared_slots())
             .map(|i| self.open(&format!("slot{i}")))
@@ -199,9 +186,7 @@ impl Lanes {
             }
             std::thread::sleep(POLL);
         }
-        let running = self.open("alone");
-        assert!(flock(&running, libc::LOCK_EX), "flock the alone marker");
-        let mut files = vec![queue, running];
+        let mut files = vec![queue];
         files.extend(slots);
         Lane::new("alone", asked, files)
     }
@@ -230,11 +215,10 @@ mod tests {
         });
         // ... and waits (whatever the machine's load: it cannot have it).
         assert!(got.recv_timeout(Duration::from_millis(300)).is_err());
-        assert!(!lanes.alone_running());
         drop(s);
         // Free: it takes the machine.
-        got.recv_timeout(Duration::from_secs(30)).expect("the alone lane");
-        assert!(lanes.alone_running());
+        got.recv_timeout(Duration::from_secs(30))
+            .expect("the alone lane");
         // A shared test now waits until the alone one ends.
         let (shared_tx, shared) = channel();
         let l = lanes.clone();
@@ -246,8 +230,9 @@ mod tests {
         assert!(shared.recv_timeout(Duration::from_millis(300)).is_err());
         release.send(()).unwrap();
         alone.join().unwrap();
-        shared.recv_timeout(Duration::from_secs(30)).expect("the shared lane");
+        shared
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the shared lane");
         waiter.join().unwrap();
-        assert!(!lanes.alone_running());
     }
 }

@@ -67,9 +67,11 @@ fn light_counts_flushes_and_syncs_as_exact_does_and_commits_by_the_counter() {
     };
     // The commit counter has been read once (the login works): its series
     // is there (a busy machine may take a while to log in).
-    until(Duration::from_secs(60), "the commit counter's series", || {
-        sample(&e.metrics(), names[1], &[&l]).is_some()
-    });
+    until(
+        Duration::from_secs(60),
+        "the commit counter's series",
+        || sample(&e.metrics(), names[1], &[&l]).is_some(),
+    );
     settled(&e, &names, &[&l]);
     freeze(libc::SIGSTOP);
     let tracer = Tracer::start(server.pid(), &[]);

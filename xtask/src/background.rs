@@ -1,19 +1,14 @@
-//! Builds that need no quiet machine (the fuzz targets, the static
-//! binary), run while the tests wait on their servers. They take only
-//! what the tests leave: the lowest CPU priority (`SCHED_IDLE`), a target
-//! dir on tmpfs (no write-back under the tests' fsyncs), and they are
-//! stopped outright (`SIGSTOP` to their process group) while a test holds
-//! the machine alone (`testkit::lane`): a test that compares times runs
-//! as it would on an idle machine.
+//! Work that needs no quiet machine (the fuzz targets' and the static
+//! binary's builds, the kernel matrix under qemu), run while the tests
+//! wait on their servers. It takes only what the tests leave: the lowest
+//! CPU priority (`SCHED_IDLE`, inherited by every process it starts, so
+//! the scheduler preempts it the moment a test's thread wakes) and a
+//! target dir on tmpfs (no write-back under the tests' fsyncs).
 use std::{
     os::unix::process::CommandExt,
     path::PathBuf,
     process::{Child, Command, Stdio},
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        Arc,
-    },
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use anyhow::Context;
@@ -24,6 +19,9 @@ pub struct Job {
     child: Child,
     log: PathBuf,
     started: Instant,
+    /// The log's last lines printed at its end (a build's errors), or all
+    /// of it (a test run's lines and table).
+    shown: usize,
 }
 
 /// Where background builds put their output: tmpfs when the machine has
@@ -75,21 +73,26 @@ impl Job {
             child,
             log,
             started: Instant::now(),
+            shown: 40,
         })
+    }
+
+    /// Prints its whole log when it ends, not only the tail.
+    pub fn whole_log(mut self) -> Job {
+        self.shown = usize::MAX;
+        self
     }
 
     fn pgid(&self) -> i32 {
         self.child.id() as i32
     }
 
-    /// Waits for the job to end (running at full speed from here: it is
-    /// what the run waits for now); its log is printed either way.
+    /// Waits for the job to end (still at idle priority: nothing else
+    /// runs now but the other jobs); its log is printed either way.
     pub fn wait(mut self) -> anyhow::Result<()> {
-        // SAFETY: our own child's group; resumed if it was stopped.
-        unsafe { libc::killpg(self.pgid(), libc::SIGCONT) };
         let st = self.child.wait()?;
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let tail: Vec<&str> = log.lines().rev().take(40).collect();
+        let tail: Vec<&str> = log.lines().rev().take(self.shown).collect();
         for l in tail.iter().rev() {
             println!("{l}");
         }
@@ -112,64 +115,5 @@ impl Drop for Job {
             }
             let _ = self.child.wait();
         }
-    }
-}
-
-/// Stops the jobs' process groups while a test holds the machine alone,
-/// and resumes them after; polls every 100 ms.
-pub struct Pauser {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<Duration>>,
-}
-
-impl Pauser {
-    pub fn start(jobs: &[&Job]) -> Pauser {
-        let groups: Vec<i32> = jobs.iter().map(|j| j.pgid()).collect();
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let mut paused_since: Option<Instant> = None;
-            let mut paused = Duration::ZERO;
-            let signal = |sig| {
-                for &pg in &groups {
-                    // SAFETY: our own children's groups.
-                    unsafe { libc::killpg(pg, sig) };
-                }
-            };
-            while !s.load(Ordering::Relaxed) {
-                let alone = testkit::lane::alone_running();
-                match (alone, paused_since) {
-                    (true, None) => {
-                        signal(libc::SIGSTOP);
-                        paused_since = Some(Instant::now());
-                    }
-                    (false, Some(t)) => {
-                        signal(libc::SIGCONT);
-                        paused += t.elapsed();
-                        paused_since = None;
-                    }
-                    _ => {}
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            if let Some(t) = paused_since {
-                signal(libc::SIGCONT);
-                paused += t.elapsed();
-            }
-            paused
-        });
-        Pauser {
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    /// Stops pausing (the jobs run on); how long they were held stopped.
-    pub fn finish(mut self) -> Duration {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread
-            .take()
-            .and_then(|t| t.join().ok())
-            .unwrap_or_default()
     }
 }

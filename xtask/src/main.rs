@@ -21,6 +21,8 @@ mod suite;
 mod util;
 mod vm;
 
+use std::time::Duration;
+
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -81,6 +83,9 @@ enum Cmd {
         /// The commitscope binary to test (default: a release build).
         #[arg(long)]
         binary: Option<std::path::PathBuf>,
+        /// Seconds one guest may take to boot and run every scenario.
+        #[arg(long, default_value_t = vm::VM_LIMIT_S)]
+        limit_s: u64,
     },
     /// The static musl binary, the .deb (lintian-checked) and SHA256SUMS,
     /// into target/dist.
@@ -108,7 +113,11 @@ fn main() {
         Cmd::Run { args } => run(&args),
         Cmd::Fuzz { seconds, targets } => setup::run().and_then(|_| fuzz::run(seconds, &targets)),
         Cmd::Soak { minutes, threads } => setup::run().and_then(|_| soak::run(minutes, threads)),
-        Cmd::VmTest { kernels, binary } => setup::run().and_then(|_| vm::run(&kernels, binary)),
+        Cmd::VmTest {
+            kernels,
+            binary,
+            limit_s,
+        } => setup::run().and_then(|_| vm::run(&kernels, binary, Duration::from_secs(limit_s))),
         Cmd::Dist => setup::run().and_then(|_| dist::build().map(|_| ())),
         Cmd::DistTest => setup::run().and_then(|_| dist::test()),
         Cmd::Bench { which } => setup::run().and_then(|_| bench::run(which)),
@@ -160,10 +169,10 @@ fn lint_but_host_clippy() -> anyhow::Result<()> {
 /// Every stage runs even when one before it failed, so one red test shows
 /// the whole picture; the summary at the end names every failure and the
 /// exit is non-zero when there is one. Only a failed setup stops at once
-/// (nothing after it could run). The builds that need no quiet machine
-/// (the static binary, the fuzz targets) run in the background while the
-/// test binaries wait on their servers (`background`); the closing table
-/// says where the time went.
+/// (nothing after it could run). The work that needs no quiet machine
+/// (the static binary's and the fuzz targets' builds, the kernel matrix)
+/// runs in the background while the test binaries wait on their servers
+/// (`background`); the closing table says where the time went.
 ///
 /// `args`: cargo's (`--test mysql`, `-p workload`), then after `--` the
 /// test harness's (a filter, `--nocapture`).
@@ -203,20 +212,27 @@ fn test(args: &[String]) -> anyhow::Result<()> {
             Vec::new()
         }
     };
-    // The static binary and the fuzz targets build while the tests run.
+    // The static binary and the fuzz targets build, and the kernel matrix
+    // (issue 18) boots Debian's kernels under qemu with the debug binary
+    // the tests built, while the tests run.
     let dist_dir = background::scratch("dist-target");
     let fuzz_dir = background::scratch("fuzz-target");
+    let debug_bin = util::root().join("target/debug/commitscope");
+    let vm_job = if debug_bin.exists() {
+        background::Job::spawn("kernel matrix", vm_cmd(&debug_bin)).map(background::Job::whole_log)
+    } else {
+        Err(anyhow::anyhow!("no debug binary: the test build failed"))
+    };
     let jobs = (
-        background::Job::spawn(
-            "static binary build",
-            dist::compile_cmd(&dist_dir, dist::Profile::Check),
-        ),
+        background::Job::spawn("static binary build", {
+            let mut c = dist::compile_cmd(&dist_dir, dist::Profile::Check);
+            if let Some(o) = suite::ebpf_object() {
+                c.env("COMMITSCOPE_EBPF_OBJECT", o);
+            }
+            c
+        }),
         background::Job::spawn("fuzz targets build", fuzz::build_cmd(Some(&fuzz_dir))),
     );
-    let pauser = match &jobs {
-        (Ok(a), Ok(b)) => Some(background::Pauser::start(&[a, b])),
-        _ => None,
-    };
     let mut harness: Vec<String> = harness.to_vec();
     if !harness.iter().any(|a| a.starts_with("--test-threads")) {
         harness.push(format!("--test-threads={TEST_THREADS}"));
@@ -228,24 +244,7 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         failed.binary(r);
         clock.binary(r);
     }
-    if let Some(p) = pauser {
-        let held = p.finish();
-        eprintln!(
-            "xtask: background builds held stopped {:.0} s while tests ran alone",
-            held.as_secs_f64()
-        );
-    }
-    // The kernel matrix (issue 18) with the debug binary the tests built:
-    // Debian's kernels under qemu, exact counts per fsync probe.
-    let kernels: Vec<String> = vm::DEFAULT_KERNELS.iter().map(|s| s.to_string()).collect();
-    let debug_bin = util::root().join("target/debug/commitscope");
-    let vm = clock.stage("vm-test (kernels side by side)", || {
-        if debug_bin.exists() {
-            vm::run(&kernels, Some(debug_bin))
-        } else {
-            Err(anyhow::anyhow!("no debug binary: the test build failed"))
-        }
-    });
+    let vm = clock.stage("vm-test (the rest of the kernel matrix)", || vm_job?.wait());
     failed.stage("vm-test", vm);
     // The distribution (issue 16): the static binary and the .deb,
     // installed, used and removed here.
@@ -267,6 +266,21 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     let _ = std::fs::remove_dir_all(background::scratch_root());
     clock.print();
     failed.finish()
+}
+
+/// `cargo xtask vm-test` on `bin`, each guest allowed as long as the
+/// whole suite's budget: at idle priority beside the tests, a guest gets
+/// only the CPU they leave.
+fn vm_cmd(bin: &std::path::Path) -> std::process::Command {
+    let mut c = std::process::Command::new(
+        std::env::current_exe().unwrap_or_else(|_| "cargo-xtask".into()),
+    );
+    c.arg("vm-test")
+        .arg("--binary")
+        .arg(bin)
+        .args(["--limit-s", "1800"])
+        .current_dir(util::root());
+    c
 }
 
 /// Threads per test binary: more than any binary has tests, so that each

@@ -209,6 +209,23 @@ fn run_one(binary: TestBinary, args: &[String]) -> Ran {
     }
 }
 
+/// The eBPF object the test build made (`tracer/build.rs` writes it into
+/// its out dir; the newest when earlier builds left others), for a second
+/// build of the same tree to reuse.
+pub fn ebpf_object() -> Option<PathBuf> {
+    std::fs::read_dir(root().join("target/debug/build"))
+        .ok()?
+        .flatten()
+        .filter(|d| d.file_name().to_string_lossy().starts_with("commitscope-"))
+        .map(|d| d.path().join("out/tracer-ebpf"))
+        .filter_map(|p| {
+            let m = std::fs::metadata(&p).ok()?;
+            (m.len() > 0).then_some((m.modified().ok()?, p))
+        })
+        .max()
+        .map(|(_, p)| p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
