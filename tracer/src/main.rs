@@ -43,10 +43,10 @@ fn main() -> ExitCode {
         Some(Command::Study(args)) => commitscope::study::run(args),
         Some(Command::Workload(args)) => workload::run::run(&args).map(|_| ()).map_err(Error::from),
         Some(Command::Load(args)) => {
-            workload::tpcc::cmd::load(&args, &mut std::io::stdout()).map_err(Error::from)
+            workload::load_check::load(&args, &mut std::io::stdout()).map_err(Error::from)
         }
         Some(Command::Check(args)) => {
-            workload::tpcc::cmd::check(&args, &mut std::io::stdout()).map_err(Error::from)
+            workload::load_check::check(&args, &mut std::io::stdout()).map_err(Error::from)
         }
         Some(Command::Sweep(args)) => commitscope::sweep::run(args),
         Some(Command::Report(args)) => {

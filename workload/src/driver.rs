@@ -20,12 +20,13 @@ impl Driver {
         match &cfg.tpcc {
             None => Ok(Driver::Simple(Box::new(Engine::start(cfg)?))),
             Some(settings) => {
-                let record = tpcc::prepare::loaded_record(&cfg)?.ok_or_else(|| {
-                    Error::Runtime(
-                        "the TPC-C data is not loaded (run `commitscope load --workload tpcc`)"
-                            .into(),
-                    )
-                })?;
+                let record = tpcc::prepare::loaded_record(&cfg.endpoint, &cfg.database)?
+                    .ok_or_else(|| {
+                        Error::Runtime(
+                            "the TPC-C data is not loaded (run `commitscope load --workload tpcc`)"
+                                .into(),
+                        )
+                    })?;
                 Ok(Driver::Tpcc(Box::new(tpcc::driver::Driver::start(
                     DriverConfig {
                         endpoint: cfg.endpoint.clone(),

@@ -64,7 +64,7 @@ impl Config {
 
 /// One lane's counters for the current interval. A latency histogram is
 /// ~190 KB (µs to an hour at 3 significant figures): one per client made
-/// 1,000 clients cost 190 MB. Clients share lanes instead ([`lanes_for`]):
+/// 1,000 clients cost 190 MB. Clients share lanes instead ([`crate::workers::lanes_for`]):
 /// the event loop's clients all run on one thread, and a lane's mutex is
 /// held only to bump a counter and record one value.
 struct Slot {
@@ -72,13 +72,6 @@ struct Slot {
     txns: u64,
     errors: u64,
     retries: u64,
-}
-
-/// Lanes for `clients`: one per client up to twice the cores (the
-/// thread-per-client model never waits on a lane), shared beyond.
-pub fn lanes_for(clients: u32) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (clients as usize).clamp(1, 2 * cores)
 }
 
 struct Shared {
@@ -516,7 +509,7 @@ impl Engine {
         let io = IoModel::for_clients(cfg.threads);
         let shared = Arc::new(Shared {
             client_commits: (0..cfg.threads).map(|_| AtomicU64::new(0)).collect(),
-            slots: (0..lanes_for(cfg.threads))
+            slots: (0..crate::workers::lanes_for(cfg.threads))
                 .map(|_| {
                     Mutex::new(Slot {
                         hist: new_hist(),

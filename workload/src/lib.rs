@@ -8,6 +8,7 @@ pub mod driver;
 pub mod engine;
 pub mod error;
 pub mod fatal;
+pub mod load_check;
 pub mod mycnf;
 pub mod report;
 pub mod run;

@@ -86,7 +86,7 @@ async fn prepare_on(mut c: mysql_async::Conn, cfg: &Config, reset: bool) -> Resu
     .await?;
     let _ = c.disconnect().await;
     if let Some(s) = &cfg.tpcc {
-        crate::tpcc::prepare::ensure_loaded(cfg, s, false).await?;
+        crate::tpcc::prepare::ensure_loaded(&cfg.endpoint, &cfg.database, s, false).await?;
     }
     Ok(())
 }

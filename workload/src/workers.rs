@@ -76,6 +76,13 @@ impl Workers {
     }
 }
 
+/// Lanes for `clients`: one per client up to twice the cores (the
+/// thread-per-client model never waits on a lane), shared beyond.
+pub fn lanes_for(clients: u32) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (clients as usize).clamp(1, 2 * cores)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 //! server holds.
 use clap::Parser;
 use testkit::Server;
-use workload::{cli::WorkloadArgs, run, tpcc};
+use workload::{cli::WorkloadArgs, load_check, run, tpcc};
 
 #[derive(Parser)]
 #[command(disable_help_flag = true)]
@@ -57,7 +57,7 @@ fn load_run_check() {
 
     // Load W=1.
     let mut out = Vec::new();
-    tpcc::cmd::load(&args(&srv, &["--warehouses", "1"]), &mut out).expect("load");
+    load_check::load(&args(&srv, &["--warehouses", "1"]), &mut out).expect("load");
     let text = String::from_utf8_lossy(&out).to_string();
     assert!(text.contains("loaded 1 warehouse(s)"), "{text}");
     let count = |t: &str| one(&srv, &format!("SELECT COUNT(*) FROM tpcc_test.{t}")) as u64;
@@ -121,7 +121,7 @@ fn load_run_check() {
         1.0
     );
     let mut out = Vec::new();
-    tpcc::cmd::check(&args(&srv, &[]), &mut out).expect("conditions hold after the load");
+    load_check::check(&args(&srv, &[]), &mut out).expect("conditions hold after the load");
     assert_eq!(String::from_utf8_lossy(&out).matches(" OK ").count(), 4);
 
     // 30 s at 8 connections.
@@ -185,7 +185,7 @@ fn load_run_check() {
     assert_delivered_once(&srv);
     assert!(t.totals[Kind::Delivery.index()].done() > 0);
     let mut out = Vec::new();
-    tpcc::cmd::check(&args(&srv, &[]), &mut out).unwrap_or_else(|e| {
+    load_check::check(&args(&srv, &[]), &mut out).unwrap_or_else(|e| {
         panic!(
             "conditions after the run: {e}\n{}",
             String::from_utf8_lossy(&out)
@@ -226,5 +226,5 @@ fn foreign_keys_and_single_commit_delivery() {
     assert_eq!(t.failures(), 0);
     assert_delivered_once(&srv);
     let mut out = Vec::new();
-    tpcc::cmd::check(&args(&srv, &[]), &mut out).expect("conditions hold");
+    load_check::check(&args(&srv, &[]), &mut out).expect("conditions hold");
 }

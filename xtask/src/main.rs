@@ -244,8 +244,11 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         failed.binary(r);
         clock.binary(r);
     }
-    let vm = clock.stage("vm-test (the rest of the kernel matrix)", || vm_job?.wait());
-    failed.stage("vm-test", vm);
+    // What is left runs in the order that keeps both cores busy: the
+    // packages' checks and the fuzzing at normal priority, the kernel
+    // matrix's guests (still idle priority) taking whatever they leave
+    // (a build's last link, the fifth target's free core); then the
+    // guests alone.
     // The distribution (issue 16): the static binary and the .deb,
     // installed, used and removed here.
     let (dist_job, fuzz_job) = jobs;
@@ -263,6 +266,8 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         fuzz::run_built(FUZZ_SECONDS, fuzz::TARGETS, Some(&fuzz_dir), 2)
     });
     failed.stage("fuzz", fuzz);
+    let vm = clock.stage("vm-test (the rest of the kernel matrix)", || vm_job?.wait());
+    failed.stage("vm-test", vm);
     let _ = std::fs::remove_dir_all(background::scratch_root());
     clock.print();
     failed.finish()

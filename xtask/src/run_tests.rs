@@ -37,7 +37,15 @@ impl Failures {
                 ran.binary.name, ran.binary.rerun
             ));
         }
-        self.0.extend(r.failures);
+        // Each failed test with the first line of its panic: a CI log
+        // shown by its ends still says why.
+        self.0.extend(r.failures.iter().map(|f| {
+            let test = f.rsplit("::").next().unwrap_or(f);
+            match r.reasons.iter().find(|(t, _)| t == test) {
+                Some((_, why)) => format!("{f}: {why}"),
+                None => f.clone(),
+            }
+        }));
     }
 
     /// The summary: nothing when all passed, else every failure and an
@@ -142,23 +150,11 @@ impl Timings {
         self.lanes.extend(lane_uses(&ran.binary.name, &ran.output));
     }
 
-    /// The table: stages in order, then the binaries slowest first.
+    /// The table: the binaries slowest first, the lanes' longest tests,
+    /// then the stages in order (last: what a log's tail shows first).
     pub fn print(&self) {
-        let mut o = String::new();
+        let mut o = String::from("xtask: where the time went (wall)\n");
         let total = self.started.elapsed().as_secs_f64();
-        o.push_str("xtask: where the time went (wall)\n");
-        o.push_str(&format!(
-            "  {:<48} {:>8} {:>6}\n",
-            "stage", "seconds", "cpu"
-        ));
-        for (name, d, busy) in &self.stages {
-            let busy = busy.map_or("-".to_string(), |b| format!("{:.0} %", b * 100.0));
-            o.push_str(&format!(
-                "  {name:<48} {:>8.1} {busy:>6}\n",
-                d.as_secs_f64()
-            ));
-        }
-        o.push_str(&format!("  {:<48} {total:>8.1}\n", "whole run"));
         let mut bins = self.binaries.clone();
         bins.sort_by_key(|b| std::cmp::Reverse(b.1));
         o.push_str(&format!(
@@ -186,6 +182,18 @@ impl Timings {
                 ));
             }
         }
+        o.push_str(&format!(
+            "  {:<48} {:>8} {:>6}\n",
+            "stage", "seconds", "cpu"
+        ));
+        for (name, d, busy) in &self.stages {
+            let busy = busy.map_or("-".to_string(), |b| format!("{:.0} %", b * 100.0));
+            o.push_str(&format!(
+                "  {name:<48} {:>8.1} {busy:>6}\n",
+                d.as_secs_f64()
+            ));
+        }
+        o.push_str(&format!("  {:<48} {total:>8.1}\n", "whole run"));
         print!("{o}");
     }
 }
@@ -196,11 +204,33 @@ struct FailureReader {
     /// The test binary running now (`tests/debuginfod.rs`, `src/lib.rs`).
     binary: String,
     failures: Vec<String>,
+    /// The test whose captured output is being read (`---- t stdout ----`),
+    /// and whether its panic's message comes next.
+    reading: Option<String>,
+    message_next: bool,
+    /// (test, its panic's first line, cut to 300 characters).
+    reasons: Vec<(String, String)>,
 }
 
 impl FailureReader {
     fn line(&mut self, line: &str) {
+        if self.message_next {
+            self.message_next = false;
+            if let Some(t) = self.reading.take() {
+                let why: String = line.trim().chars().take(300).collect();
+                self.reasons.push((t, why));
+            }
+        }
         let l = line.trim();
+        if let Some(t) = l
+            .strip_prefix("---- ")
+            .and_then(|r| r.strip_suffix(" stdout ----"))
+        {
+            self.reading = Some(t.to_string());
+        } else if self.reading.is_some() && l.starts_with("thread '") && l.contains(" panicked at ")
+        {
+            self.message_next = true;
+        }
         // "Running tests/debuginfod.rs (target/debug/deps/debuginfod-…)"
         if let Some(rest) = l.strip_prefix("Running ") {
             self.binary = rest.split(" (").next().unwrap_or(rest).to_string();
@@ -269,6 +299,29 @@ mod tests {
                 "tests/debuginfod.rs::fetches_by_build_id_from_a_real_debuginfod",
                 "tests/faults.rs (-p commitscope --test faults): died before its summary",
             ]
+        );
+    }
+
+    #[test]
+    fn a_failures_reason_is_its_panics_first_line() {
+        let mut r = FailureReader::default();
+        for l in [
+            "test light_counts ... FAILED",
+            "failures:",
+            "---- light_counts stdout ----",
+            "",
+            "thread 'light_counts' (15659) panicked at tracer/tests/tiers.rs:83:49:",
+            "commitscope_status_commits_total: content-type: text/plain",
+            "more of the message",
+        ] {
+            r.line(l);
+        }
+        assert_eq!(
+            r.reasons,
+            [(
+                "light_counts".to_string(),
+                "commitscope_status_commits_total: content-type: text/plain".to_string()
+            )]
         );
     }
 }

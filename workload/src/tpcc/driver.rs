@@ -33,7 +33,7 @@ const DEADLOCK: u16 = 1213;
 const LOCK_WAIT_TIMEOUT: u16 = 1205;
 
 /// One lane's counters since the last sample (clients share lanes, as in
-/// [`crate::engine::lanes_for`]: five histograms per client cost ~1 MB).
+/// [`crate::workers::lanes_for`]: five histograms per client cost ~1 MB).
 struct Slot {
     counts: [KindTotals; 5],
     hists: [Histogram<u64>; 5],
@@ -146,7 +146,7 @@ impl Driver {
             .map(|_| open(&cfg))
             .collect::<Result<Vec<_>>>()?;
         let shared = Arc::new(Shared {
-            slots: (0..crate::engine::lanes_for(cfg.threads))
+            slots: (0..crate::workers::lanes_for(cfg.threads))
                 .map(|_| Mutex::new(Slot::new()))
                 .collect(),
             stop: AtomicBool::new(false),

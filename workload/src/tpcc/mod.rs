@@ -2,7 +2,6 @@
 //! transaction mix and its report layout, with the TPC-C specification
 //! followed where tpcc-mysql strays from it (docs/tpcc.md).
 pub mod check;
-pub mod cmd;
 pub mod driver;
 pub mod gen;
 pub mod load;

@@ -13,20 +13,17 @@ use super::{
     spec::{LoadMethod, Settings},
 };
 use crate::{
-    conn,
-    engine::Config,
+    conn::{self, Endpoint},
     error::{Error, Result},
 };
 
-fn open(cfg: &Config) -> Result<Conn> {
-    let ep = &cfg.endpoint;
-    Conn::new(conn::blocking_opts(ep, Some(&cfg.database)))
-        .map_err(|e| conn::classify_blocking(ep, e))
+fn open(ep: &Endpoint, database: &str) -> Result<Conn> {
+    Conn::new(conn::blocking_opts(ep, Some(database))).map_err(|e| conn::classify_blocking(ep, e))
 }
 
-/// The record of a complete load, if there is one.
-pub fn loaded_record(cfg: &Config) -> Result<Option<LoadRecord>> {
-    let mut c = open(cfg)?;
+/// The record of a complete load in `database`, if there is one.
+pub fn loaded_record(ep: &Endpoint, database: &str) -> Result<Option<LoadRecord>> {
+    let mut c = open(ep, database)?;
     Ok(schema::read_record(&mut c)?.filter(|r| r.complete))
 }
 
@@ -47,11 +44,16 @@ pub fn reload_reason(rec: Option<&LoadRecord>, s: &Settings) -> Option<String> {
     }
 }
 
-/// Loads unless a matching complete load is there. The database must
-/// already be commitscope's (marked) one.
-pub async fn ensure_loaded(cfg: &Config, s: &Settings, force: bool) -> Result<Option<LoadReport>> {
+/// Loads `database` unless a matching complete load is there. The
+/// database must already be commitscope's (marked) one.
+pub async fn ensure_loaded(
+    ep: &Endpoint,
+    database: &str,
+    s: &Settings,
+    force: bool,
+) -> Result<Option<LoadReport>> {
     let rec = {
-        let mut c = open(cfg)?;
+        let mut c = open(ep, database)?;
         schema::read_record(&mut c)?
     };
     let reason = if force {
@@ -64,11 +66,11 @@ pub async fn ensure_loaded(cfg: &Config, s: &Settings, force: bool) -> Result<Op
     };
     eprintln!(
         "tpcc: loading {} warehouse(s) into `{}` ({reason})",
-        s.warehouses, cfg.database
+        s.warehouses, database
     );
     let r = load_in_background(LoadOptions {
-        endpoint: cfg.endpoint.clone(),
-        database: cfg.database.clone(),
+        endpoint: ep.clone(),
+        database: database.to_string(),
         warehouses: s.warehouses,
         foreign_keys: s.foreign_keys,
         parallel: s.load_parallel(),

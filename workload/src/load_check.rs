@@ -1,9 +1,11 @@
-//! `commitscope load --workload tpcc` and `commitscope check --workload tpcc`.
+//! `commitscope load --workload tpcc` and `commitscope check --workload tpcc`:
+//! the commands above the TPC-C room (they take the workload's flags and
+//! config, as `run` does), so that the room itself imports neither.
 use std::io::Write;
 
 use mysql::Conn;
 
-use super::{check, prepare, schema};
+use crate::tpcc::{check, prepare, schema};
 use crate::{
     cli::WorkloadArgs,
     conn,
@@ -51,7 +53,7 @@ pub fn load(args: &WorkloadArgs, out: &mut impl Write) -> Result<()> {
         // Dropping the loading future (on a signal) stops and joins the
         // loader threads before this returns.
         tokio::select! {
-            r = prepare::ensure_loaded(&cfg, &settings, true) => r,
+            r = prepare::ensure_loaded(&cfg.endpoint, &cfg.database, &settings, true) => r,
             _ = int.recv() => Err(Error::LoadInterrupted),
             _ = term.recv() => Err(Error::LoadInterrupted),
             _ = hup.recv() => Err(Error::LoadInterrupted),
