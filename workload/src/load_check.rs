@@ -43,20 +43,12 @@ pub fn load(args: &WorkloadArgs, out: &mut impl Write) -> Result<()> {
         let mut c = conn::connect(&cfg.endpoint, None).await?;
         crate::schema::prepare(&mut c, &cfg.database, Scenario::Tpcc, 0, args.reset, false).await?;
         let _ = c.disconnect().await;
-        let signal = |kind| {
-            tokio::signal::unix::signal(kind)
-                .map_err(|e| Error::Runtime(format!("cannot install a signal handler: {e}")))
-        };
-        let mut int = signal(tokio::signal::unix::SignalKind::interrupt())?;
-        let mut term = signal(tokio::signal::unix::SignalKind::terminate())?;
-        let mut hup = signal(tokio::signal::unix::SignalKind::hangup())?;
+        let mut stops = run::Stops::install()?;
         // Dropping the loading future (on a signal) stops and joins the
         // loader threads before this returns.
         tokio::select! {
             r = prepare::ensure_loaded(&cfg.endpoint, &cfg.database, &settings, true) => r,
-            _ = int.recv() => Err(Error::LoadInterrupted),
-            _ = term.recv() => Err(Error::LoadInterrupted),
-            _ = hup.recv() => Err(Error::LoadInterrupted),
+            _ = stops.recv() => Err(Error::LoadInterrupted),
         }
     })?;
     if let Some(r) = report {

@@ -119,13 +119,7 @@ async fn drive(args: &WorkloadArgs, out: impl std::io::Write) -> Result<Summary>
     let mut done_poll = tokio::time::interval(Duration::from_millis(20));
     // Installed once, before the loop, so no signal falls between two
     // iterations unseen.
-    let signal = |kind| {
-        tokio::signal::unix::signal(kind)
-            .map_err(|e| Error::Runtime(format!("cannot install a signal handler: {e}")))
-    };
-    let mut int = signal(tokio::signal::unix::SignalKind::interrupt())?;
-    let mut term = signal(tokio::signal::unix::SignalKind::terminate())?;
-    let mut hup = signal(tokio::signal::unix::SignalKind::hangup())?;
+    let mut stops = Stops::install()?;
     loop {
         tokio::select! {
             _ = tick.tick() => {
@@ -136,9 +130,7 @@ async fn drive(args: &WorkloadArgs, out: impl std::io::Write) -> Result<Summary>
                 if engine.finished() || engine.fatal().is_some() { break; }
             }
             _ = &mut deadline => break,
-            _ = int.recv() => break,
-            _ = term.recv() => break,
-            _ = hup.recv() => break,
+            _ = stops.recv() => break,
         }
     }
     let fatal = engine.fatal();
@@ -150,6 +142,35 @@ async fn drive(args: &WorkloadArgs, out: impl std::io::Write) -> Result<Summary>
     match fatal {
         Some(detail) => Err(Error::ServerCannotWrite { detail }),
         None => Ok(summary),
+    }
+}
+
+/// Ctrl-C, SIGTERM and SIGHUP, each installed once: what ends a run or a
+/// load (a signal that comes between two waits is kept for the next).
+pub struct Stops([tokio::signal::unix::Signal; 3]);
+
+impl Stops {
+    pub fn install() -> Result<Stops> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let one = |kind| {
+            signal(kind)
+                .map_err(|e| Error::Runtime(format!("cannot install a signal handler: {e}")))
+        };
+        Ok(Stops([
+            one(SignalKind::interrupt())?,
+            one(SignalKind::terminate())?,
+            one(SignalKind::hangup())?,
+        ]))
+    }
+
+    /// Waits for the next of the three.
+    pub async fn recv(&mut self) {
+        let [int, term, hup] = &mut self.0;
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+            _ = hup.recv() => {}
+        }
     }
 }
 
