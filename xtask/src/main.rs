@@ -401,8 +401,8 @@ mod tests {
                         None => break,
                     }
                 }
-                if path.last().map(String::as_str) == Some("run") {
-                    continue; // its arguments are commitscope's
+                if matches!(path.last().map(String::as_str), Some("run" | "test")) {
+                    continue; // its arguments are commitscope's, or cargo test's
                 }
                 let known: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).collect();
                 for flag in docs::long_flags(&span.text) {
