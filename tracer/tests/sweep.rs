@@ -141,9 +141,12 @@ fn sweep_sets_dynamic_options_restarts_for_others_and_charts_them() {
                 if bin == "ON" {
                     let groups = c["binlog"]["groups"].as_u64().unwrap();
                     // A group whose sync is under way at the window's end
-                    // is in one count and not yet the other.
+                    // is in one count and not yet the other; and the two
+                    // counts are read one after the other, so a reader
+                    // preempted between them on a busy machine sees a
+                    // few more groups end (at ~4,000 a second here).
                     assert!(
-                        groups.abs_diff(bf) <= 2,
+                        groups.abs_diff(bf) <= 2 + groups / 200,
                         "{groups} groups, {bf} fsyncs: {c}"
                     );
                 } else {

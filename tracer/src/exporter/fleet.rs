@@ -400,8 +400,16 @@ pub fn read_commits(fleet: &Mutex<Fleet>, rt: &tokio::runtime::Runtime) {
                 a.commits = Some(c);
             }
             Err(e) => {
-                eprintln!("commitscope: commits of {name} no longer counted: {e}");
-                s.view.commit_counter = None;
+                // Kept: the next read logs in again (a frozen or
+                // restarting server); a server that went away is
+                // dropped with its login.
+                let mut c = c;
+                if c.first_failure() {
+                    eprintln!(
+                        "commitscope: commits of {name} not read ({e}); logging in again at each read"
+                    );
+                }
+                a.commits = Some(c);
             }
         }
     }
@@ -409,8 +417,8 @@ pub fn read_commits(fleet: &Mutex<Fleet>, rt: &tokio::runtime::Runtime) {
 
 /// The semi-sync counters of every light server with a login that is a
 /// semi-sync source, by server name, with the pid they were read from.
-/// A failed read is said and leaves the login to the commit counter's
-/// next read (which drops it if the server is gone).
+/// A failed read is said; the login drops its connection and logs in
+/// again at its next read.
 pub fn read_server_acks(
     fleet: &Mutex<Fleet>,
     rt: &tokio::runtime::Runtime,

@@ -69,35 +69,78 @@ pub fn endpoint_for(pid: u32, defaults_file: Option<&Path>) -> Result<Endpoint, 
     .map_err(|e| e.to_string())
 }
 
-/// A login that reads the commit counter.
+/// A login that reads the commit counter. A read that fails (a frozen
+/// or restarting server past [`READ_LIMIT`]) leaves its connection in an
+/// unknown state, so it is dropped and the next read logs in again: the
+/// counter is cumulative, so nothing is lost across the gap.
 pub struct CommitCounter {
-    conn: mysql_async::Conn,
+    ep: Endpoint,
+    conn: Option<mysql_async::Conn>,
+    /// Whether the failure going on has been said.
+    said: bool,
 }
 
 impl CommitCounter {
     /// Logs in; the error is one line without the password.
     pub async fn connect(ep: &Endpoint) -> Result<Self, String> {
-        let c = tokio::time::timeout(READ_LIMIT * 4, workload::conn::connect(ep, None))
-            .await
-            .map_err(|_| format!("{} did not answer in 2 s", ep.describe()))?
-            .map_err(|e| e.to_string())?;
-        let mut me = CommitCounter { conn: c };
+        let mut me = CommitCounter {
+            ep: ep.clone(),
+            conn: None,
+            said: false,
+        };
         me.read().await?;
         Ok(me)
     }
 
+    async fn conn(&mut self) -> Result<&mut mysql_async::Conn, String> {
+        if self.conn.is_none() {
+            let c = tokio::time::timeout(READ_LIMIT * 4, workload::conn::connect(&self.ep, None))
+                .await
+                .map_err(|_| format!("{} did not answer in 2 s", self.ep.describe()))?
+                .map_err(|e| e.to_string())?;
+            self.conn = Some(c);
+        }
+        self.conn
+            .as_mut()
+            .ok_or_else(|| "no connection".to_string())
+    }
+
+    /// Keeps the connection after a good read; drops it after a failed
+    /// one.
+    fn kept<T>(&mut self, r: Result<T, String>) -> Result<T, String> {
+        match &r {
+            Ok(_) => self.said = false,
+            Err(_) => self.conn = None,
+        }
+        r
+    }
+
+    /// True the first time a failure is met since the last good read:
+    /// what a caller says once.
+    pub fn first_failure(&mut self) -> bool {
+        !std::mem::replace(&mut self.said, true)
+    }
+
     /// The counter now.
     pub async fn read(&mut self) -> Result<u64, String> {
-        read_on(&mut self.conn).await
+        let r = match self.conn().await {
+            Ok(c) => read_on(c).await,
+            Err(e) => Err(e),
+        };
+        self.kept(r)
     }
 
     /// The server's semi-sync counters now, on the same login (None:
     /// not a semi-sync source).
     pub async fn semi_sync(&mut self) -> Result<Option<super::status::ServerAcks>, String> {
-        tokio::time::timeout(READ_LIMIT, super::status::semi_sync(&mut self.conn))
-            .await
-            .map_err(|_| format!("SHOW GLOBAL STATUS took over {} ms", READ_LIMIT.as_millis()))?
-            .map_err(|e| e.to_string())
+        let r = match self.conn().await {
+            Ok(c) => tokio::time::timeout(READ_LIMIT, super::status::semi_sync(c))
+                .await
+                .map_err(|_| format!("SHOW GLOBAL STATUS took over {} ms", READ_LIMIT.as_millis()))
+                .and_then(|r| r.map_err(|e| e.to_string())),
+            Err(e) => Err(e),
+        };
+        self.kept(r)
     }
 }
 
