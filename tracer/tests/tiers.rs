@@ -446,3 +446,48 @@ fn trace_and_the_main_command_take_the_light_tier() {
     );
     assert_clean(wd.path());
 }
+
+/// A frozen server's commit-counter reads give up (0.5 s each); once it
+/// answers again, the next read logs in again and the counter takes up
+/// every commit, the series never gone.
+#[test]
+fn a_frozen_servers_commit_counter_is_read_again_when_it_answers() {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    let Some(server) = symbols_server() else {
+        return;
+    };
+    let pid = server.pid().to_string();
+    let mut e = Exporter::start(&[
+        "--pid",
+        &pid,
+        "--window-every",
+        "0",
+        "--defaults-file",
+        "/dev/null",
+    ]);
+    e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
+    let l = label(&server);
+    let name = "commitscope_status_commits_total";
+    until(
+        Duration::from_secs(60),
+        "the commit counter's series",
+        || sample(&e.metrics(), name, &[&l]).is_some(),
+    );
+    let count = |t: &str| sample(t, name, &[&l]).unwrap_or_else(|| panic!("no {name}: {t}"));
+    let before = count(&settled(&e, &[name], &[&l]));
+    // Frozen past at least two reads.
+    // SAFETY: signalling the test's own server by pid.
+    unsafe { libc::kill(server.pid() as i32, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_millis(2500));
+    // SAFETY: as above.
+    unsafe { libc::kill(server.pid() as i32, libc::SIGCONT) };
+    e.wait_for("logging in again at each read", Duration::from_secs(30));
+    let commits = server.drive_updates("cs_test", 4, 300);
+    let after = count(&settled(&e, &[name], &[&l]));
+    assert!(
+        after - before >= commits as f64,
+        "{name} moved {before} -> {after}, the clients committed {commits}"
+    );
+}
