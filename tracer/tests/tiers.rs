@@ -33,17 +33,15 @@ fn settled(e: &Exporter, names: &[&str], labels: &[&str]) -> String {
     panic!("the exporter's counts kept moving for 20 s");
 }
 
-#[test]
-fn light_counts_flushes_and_syncs_as_exact_does_and_commits_by_the_counter() {
-    let Some(_lane) = root_shared() else {
-        return;
-    };
-    let Some(server) = symbols_server() else {
-        return;
-    };
-    let bin = testkit::symbols_fixture().unwrap().join("bin/mariadbd");
+/// The light tier's commits, by the server's own counter.
+const COMMITS: &str = "commitscope_status_commits_total";
+
+/// An exporter on `server` in its default tier (light; no scheduled
+/// window; the root login over the socket), once it is attached and its
+/// commit counter's series is there (a busy machine may take a while to
+/// log in), with the server's label.
+fn light_exporter(server: &testkit::Server) -> (Exporter, String) {
     let pid = server.pid().to_string();
-    // Light is the exporter's default; no scheduled window here.
     let mut e = Exporter::start(&[
         "--pid",
         &pid,
@@ -53,11 +51,26 @@ fn light_counts_flushes_and_syncs_as_exact_does_and_commits_by_the_counter() {
         "/dev/null",
     ]);
     e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
-    let l = label(&server);
-    let names = [
-        "commitscope_redo_flushes_total",
-        "commitscope_status_commits_total",
-    ];
+    let l = label(server);
+    until(
+        Duration::from_secs(60),
+        "the commit counter's series",
+        || sample(&e.metrics(), COMMITS, &[&l]).is_some(),
+    );
+    (e, l)
+}
+
+#[test]
+fn light_counts_flushes_and_syncs_as_exact_does_and_commits_by_the_counter() {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    let Some(server) = symbols_server() else {
+        return;
+    };
+    let bin = testkit::symbols_fixture().unwrap().join("bin/mariadbd");
+    let (e, l) = light_exporter(&server);
+    let names = ["commitscope_redo_flushes_total", COMMITS];
     // The window's edges with the server frozen, as in exporter.rs: its
     // background threads cannot fall between a read and an attach.
     let freeze = |sig: i32| {
@@ -65,13 +78,6 @@ fn light_counts_flushes_and_syncs_as_exact_does_and_commits_by_the_counter() {
         unsafe { libc::kill(server.pid() as i32, sig) };
         std::thread::sleep(Duration::from_millis(200));
     };
-    // The commit counter has been read once (the login works): its series
-    // is there (a busy machine may take a while to log in).
-    until(
-        Duration::from_secs(60),
-        "the commit counter's series",
-        || sample(&e.metrics(), names[1], &[&l]).is_some(),
-    );
     settled(&e, &names, &[&l]);
     freeze(libc::SIGSTOP);
     let tracer = Tracer::start(server.pid(), &[]);
@@ -458,23 +464,8 @@ fn a_frozen_servers_commit_counter_is_read_again_when_it_answers() {
     let Some(server) = symbols_server() else {
         return;
     };
-    let pid = server.pid().to_string();
-    let mut e = Exporter::start(&[
-        "--pid",
-        &pid,
-        "--window-every",
-        "0",
-        "--defaults-file",
-        "/dev/null",
-    ]);
-    e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
-    let l = label(&server);
-    let name = "commitscope_status_commits_total";
-    until(
-        Duration::from_secs(60),
-        "the commit counter's series",
-        || sample(&e.metrics(), name, &[&l]).is_some(),
-    );
+    let (mut e, l) = light_exporter(&server);
+    let name = COMMITS;
     let count = |t: &str| sample(t, name, &[&l]).unwrap_or_else(|| panic!("no {name}: {t}"));
     let before = count(&settled(&e, &[name], &[&l]));
     // Frozen past at least two reads.
