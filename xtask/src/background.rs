@@ -87,8 +87,29 @@ impl Job {
         self.child.id() as i32
     }
 
-    /// Waits for the job to end (still at idle priority: nothing else
-    /// runs now but the other jobs); its log is printed either way.
+    /// Raises the job to normal priority once the tests are over, so
+    /// that a build the next stage waits for goes before the jobs still
+    /// at idle priority (the kernel matrix's guests, whose result is
+    /// wanted last). Best effort: a task that ends or cannot be changed
+    /// meanwhile only stays at idle priority.
+    pub fn promote(&self) {
+        let normal = libc::sched_param { sched_priority: 0 };
+        // The group's leader first: what it starts from now on inherits
+        // the normal policy. Then every task already in the group; twice,
+        // for the threads started while the first pass ran.
+        let leader = self.pgid();
+        // SAFETY: plain syscalls on our own children's tasks.
+        unsafe { libc::sched_setscheduler(leader, libc::SCHED_OTHER, &normal) };
+        for _ in 0..2 {
+            for tid in tasks_in_group(leader) {
+                unsafe { libc::sched_setscheduler(tid, libc::SCHED_OTHER, &normal) };
+            }
+        }
+        eprintln!("xtask: {}: now at normal priority", self.name);
+    }
+
+    /// Waits for the job to end (at whatever priority it has: see
+    /// [`Job::promote`]); its log is printed either way.
     pub fn wait(mut self) -> anyhow::Result<()> {
         let st = self.child.wait()?;
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
@@ -106,6 +127,42 @@ impl Job {
     }
 }
 
+/// Every thread of every process in process group `pgid`
+/// (`/proc/<pid>/stat`'s fifth field).
+fn tasks_in_group(pgid: i32) -> Vec<i32> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut tids = Vec::new();
+    for pid in procs
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+    {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if group_of(&stat) != Some(pgid) {
+            continue;
+        }
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        tids.extend(
+            tasks
+                .flatten()
+                .filter_map(|t| t.file_name().to_str()?.parse::<i32>().ok()),
+        );
+    }
+    tids
+}
+
+/// The process group in a `/proc/<pid>/stat` line: the third field after
+/// the command, which is in parentheses and may hold spaces.
+fn group_of(stat: &str) -> Option<i32> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(2)?.parse().ok()
+}
+
 impl Drop for Job {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
@@ -115,5 +172,24 @@ impl Drop for Job {
             }
             let _ = self.child.wait();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_group_is_read_past_a_command_with_spaces_and_parentheses() {
+        let stat = "4242 (rustc (x) y) R 4100 4001 4001 0 -1 4194560";
+        assert_eq!(group_of(stat), Some(4001));
+        assert_eq!(group_of("garbage"), None);
+    }
+
+    #[test]
+    fn our_own_group_holds_this_thread() {
+        let pgid = unsafe { libc::getpgrp() };
+        let me = unsafe { libc::gettid() };
+        assert!(tasks_in_group(pgid).contains(&me));
     }
 }

@@ -244,11 +244,19 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         failed.binary(r);
         clock.binary(r);
     }
+    // The tests are over: the builds the next stages wait for go first,
+    // the guests (still idle priority) take what they leave.
+    if let Ok(j) = &jobs.0 {
+        j.promote();
+    }
+    if let Ok(j) = &jobs.1 {
+        j.promote();
+    }
     // What is left runs in the order that keeps both cores busy: the
-    // packages' checks and the fuzzing at normal priority, the kernel
-    // matrix's guests (still idle priority) taking whatever they leave
-    // (a build's last link, the fifth target's free core); then the
-    // guests alone.
+    // builds' rests, the packages' checks and the fuzzing at normal
+    // priority, the kernel matrix's guests (still idle priority) taking
+    // whatever they leave (the fuzz build's one-crate tail, the fifth
+    // target's free core); then the guests alone.
     // The distribution (issue 16): the static binary and the .deb,
     // installed, used and removed here.
     let (dist_job, fuzz_job) = jobs;
