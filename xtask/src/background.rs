@@ -7,7 +7,7 @@
 use std::{
     os::unix::process::CommandExt,
     path::PathBuf,
-    process::{Child, Command, Stdio},
+    process::{Child, Command, ExitStatus, Stdio},
     time::Instant,
 };
 
@@ -22,6 +22,54 @@ pub struct Job {
     /// The log's last lines printed at its end (a build's errors), or all
     /// of it (a test run's lines and table).
     shown: usize,
+    /// How it ended, once waited for.
+    status: Option<ExitStatus>,
+    /// When it ended (its own time, printed with its log).
+    took_s: f64,
+}
+
+/// Raises one job's processes to normal priority ([`Job::promote`]),
+/// from any thread, while another owns the job.
+#[derive(Clone, Copy)]
+pub struct Promoter {
+    name: &'static str,
+    pgid: i32,
+}
+
+/// A job started when another one ends ([`after`]): the first job, ended,
+/// and the second, started (or why not), once joined.
+pub struct Sequel {
+    handle: std::thread::JoinHandle<(anyhow::Result<Job>, anyhow::Result<Job>)>,
+}
+
+/// Starts `next` in the background when `first` ends: work that must not
+/// take CPU from `first` while both would wait at idle priority (the
+/// kernel matrix's guests beside the fuzz build, whose one-crate tail
+/// would otherwise end last).
+pub fn after(
+    first: anyhow::Result<Job>,
+    next: impl FnOnce() -> anyhow::Result<Job> + Send + 'static,
+) -> Sequel {
+    let handle = std::thread::spawn(move || {
+        let mut first = first;
+        if let Ok(j) = first.as_mut() {
+            j.finish();
+        }
+        (first, next())
+    });
+    Sequel { handle }
+}
+
+impl Sequel {
+    /// Both jobs: the first ended, the second running or ended.
+    pub fn join(self) -> (anyhow::Result<Job>, anyhow::Result<Job>) {
+        self.handle.join().unwrap_or_else(|_| {
+            (
+                Err(anyhow::anyhow!("the background sequence panicked")),
+                Err(anyhow::anyhow!("the background sequence panicked")),
+            )
+        })
+    }
 }
 
 /// Where background builds put their output: tmpfs when the machine has
@@ -74,6 +122,8 @@ impl Job {
             log,
             started: Instant::now(),
             shown: 40,
+            status: None,
+            took_s: 0.0,
         })
     }
 
@@ -87,31 +137,31 @@ impl Job {
         self.child.id() as i32
     }
 
-    /// Raises the job to normal priority once the tests are over, so
-    /// that a build the next stage waits for goes before the jobs still
-    /// at idle priority (the kernel matrix's guests, whose result is
-    /// wanted last). Best effort: a task that ends or cannot be changed
-    /// meanwhile only stays at idle priority.
-    pub fn promote(&self) {
-        let normal = libc::sched_param { sched_priority: 0 };
-        // The group's leader first: what it starts from now on inherits
-        // the normal policy. Then every task already in the group; twice,
-        // for the threads started while the first pass ran.
-        let leader = self.pgid();
-        // SAFETY: plain syscalls on our own children's tasks.
-        unsafe { libc::sched_setscheduler(leader, libc::SCHED_OTHER, &normal) };
-        for _ in 0..2 {
-            for tid in tasks_in_group(leader) {
-                unsafe { libc::sched_setscheduler(tid, libc::SCHED_OTHER, &normal) };
-            }
+    /// What raises this job to normal priority, from another thread.
+    pub fn promoter(&self) -> Promoter {
+        Promoter {
+            name: self.name,
+            pgid: self.pgid(),
         }
-        eprintln!("xtask: {}: now at normal priority", self.name);
+    }
+
+    /// Waits for the job to end, quietly (its log is printed by
+    /// [`Job::wait`]).
+    pub fn finish(&mut self) {
+        if self.status.is_none() {
+            self.status = Some(self.child.wait().unwrap_or_else(|e| {
+                eprintln!("xtask: {}: cannot wait for it: {e}", self.name);
+                std::os::unix::process::ExitStatusExt::from_raw(1 << 8)
+            }));
+            self.took_s = self.started.elapsed().as_secs_f64();
+        }
     }
 
     /// Waits for the job to end (at whatever priority it has: see
-    /// [`Job::promote`]); its log is printed either way.
+    /// [`Promoter::promote`]); its log is printed either way.
     pub fn wait(mut self) -> anyhow::Result<()> {
-        let st = self.child.wait()?;
+        self.finish();
+        let st = self.status.unwrap_or_default();
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
         let tail: Vec<&str> = log.lines().rev().take(self.shown).collect();
         for l in tail.iter().rev() {
@@ -119,11 +169,31 @@ impl Job {
         }
         eprintln!(
             "xtask: {}: ended after {:.0} s ({st})",
-            self.name,
-            self.started.elapsed().as_secs_f64()
+            self.name, self.took_s
         );
         anyhow::ensure!(st.success(), "{} failed ({st})", self.name);
         Ok(())
+    }
+}
+
+impl Promoter {
+    /// Raises the job to normal priority once the tests are over, so
+    /// that a build the next stage waits for goes before the jobs still
+    /// at idle priority. Best effort: a task that ends or cannot be
+    /// changed meanwhile only stays at idle priority.
+    pub fn promote(&self) {
+        let normal = libc::sched_param { sched_priority: 0 };
+        // The group's leader first: what it starts from now on inherits
+        // the normal policy. Then every task already in the group; twice,
+        // for the threads started while the first pass ran.
+        // SAFETY: plain syscalls on our own children's tasks.
+        unsafe { libc::sched_setscheduler(self.pgid, libc::SCHED_OTHER, &normal) };
+        for _ in 0..2 {
+            for tid in tasks_in_group(self.pgid) {
+                unsafe { libc::sched_setscheduler(tid, libc::SCHED_OTHER, &normal) };
+            }
+        }
+        eprintln!("xtask: {}: now at normal priority", self.name);
     }
 }
 

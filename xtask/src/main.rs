@@ -212,27 +212,32 @@ fn test(args: &[String]) -> anyhow::Result<()> {
             Vec::new()
         }
     };
-    // The static binary and the fuzz targets build, and the kernel matrix
-    // (issue 18) boots Debian's kernels under qemu with the debug binary
-    // the tests built, while the tests run.
+    // The static binary and the fuzz targets build while the tests run;
+    // the kernel matrix (issue 18) boots Debian's kernels under qemu with
+    // the debug binary the tests built when the fuzz build is done: at
+    // one idle priority the guests would share the CPU the tests leave
+    // with the fuzz build, whose last crate is built by one thread and
+    // then ends the run.
     let dist_dir = background::scratch("dist-target");
     let fuzz_dir = background::scratch("fuzz-target");
     let debug_bin = util::root().join("target/debug/commitscope");
-    let vm_job = if debug_bin.exists() {
-        background::Job::spawn("kernel matrix", vm_cmd(&debug_bin)).map(background::Job::whole_log)
-    } else {
-        Err(anyhow::anyhow!("no debug binary: the test build failed"))
-    };
-    let jobs = (
-        background::Job::spawn("static binary build", {
-            let mut c = dist::compile_cmd(&dist_dir, dist::Profile::Check);
-            if let Some(o) = suite::ebpf_object() {
-                c.env("COMMITSCOPE_EBPF_OBJECT", o);
-            }
-            c
-        }),
-        background::Job::spawn("fuzz targets build", fuzz::build_cmd(Some(&fuzz_dir))),
-    );
+    let dist_job = background::Job::spawn("static binary build", {
+        let mut c = dist::compile_cmd(&dist_dir, dist::Profile::Check);
+        if let Some(o) = suite::ebpf_object() {
+            c.env("COMMITSCOPE_EBPF_OBJECT", o);
+        }
+        c
+    });
+    let fuzz_job = background::Job::spawn("fuzz targets build", fuzz::build_cmd(Some(&fuzz_dir)));
+    let fuzz_promoter = fuzz_job.as_ref().ok().map(background::Job::promoter);
+    let fuzz_then_vm = background::after(fuzz_job, move || {
+        if debug_bin.exists() {
+            background::Job::spawn("kernel matrix", vm_cmd(&debug_bin))
+                .map(background::Job::whole_log)
+        } else {
+            Err(anyhow::anyhow!("no debug binary: the test build failed"))
+        }
+    });
     let mut harness: Vec<String> = harness.to_vec();
     if !harness.iter().any(|a| a.starts_with("--test-threads")) {
         harness.push(format!("--test-threads={TEST_THREADS}"));
@@ -246,20 +251,17 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     }
     // The tests are over: the builds the next stages wait for go first,
     // the guests (still idle priority) take what they leave.
-    if let Ok(j) = &jobs.0 {
-        j.promote();
-    }
-    if let Ok(j) = &jobs.1 {
-        j.promote();
+    let dist_promoter = dist_job.as_ref().ok().map(background::Job::promoter);
+    for p in dist_promoter.iter().chain(&fuzz_promoter) {
+        p.promote();
     }
     // What is left runs in the order that keeps both cores busy: the
     // builds' rests, the packages' checks and the fuzzing at normal
-    // priority, the kernel matrix's guests (still idle priority) taking
-    // whatever they leave (the fuzz build's one-crate tail, the fifth
+    // priority, the kernel matrix's guests (idle priority, started when
+    // the fuzz build ended) taking whatever they leave (the fifth
     // target's free core); then the guests alone.
     // The distribution (issue 16): the static binary and the .deb,
     // installed, used and removed here.
-    let (dist_job, fuzz_job) = jobs;
     let dist = clock.stage("dist-test (the rest of its build, then checks)", || {
         dist_job?.wait()?;
         dist::check(&dist::package(&dist::compiled(
@@ -269,7 +271,10 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     });
     failed.stage("dist-test", dist);
     // Every reader of hostile input under libFuzzer.
+    let mut vm_job = Err(anyhow::anyhow!("the fuzz build never ended"));
     let fuzz = clock.stage("fuzz (the rest of its build, targets side by side)", || {
+        let (fuzz_job, vm) = fuzz_then_vm.join();
+        vm_job = vm;
         fuzz_job?.wait()?;
         fuzz::run_built(FUZZ_SECONDS, fuzz::TARGETS, Some(&fuzz_dir), 2)
     });
