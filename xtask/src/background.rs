@@ -28,7 +28,7 @@ pub struct Job {
     took_s: f64,
 }
 
-/// Raises one job's processes to normal priority ([`Job::promote`]),
+/// Raises one job's processes to normal priority ([`Promoter::promote`]),
 /// from any thread, while another owns the job.
 #[derive(Clone, Copy)]
 pub struct Promoter {

@@ -92,17 +92,16 @@ impl CommitCounter {
         Ok(me)
     }
 
+    /// The login's connection, made again if the last read dropped it.
     async fn conn(&mut self) -> Result<&mut mysql_async::Conn, String> {
-        if self.conn.is_none() {
-            let c = tokio::time::timeout(READ_LIMIT * 4, workload::conn::connect(&self.ep, None))
+        let c = match self.conn.take() {
+            Some(c) => c,
+            None => tokio::time::timeout(READ_LIMIT * 4, workload::conn::connect(&self.ep, None))
                 .await
                 .map_err(|_| format!("{} did not answer in 2 s", self.ep.describe()))?
-                .map_err(|e| e.to_string())?;
-            self.conn = Some(c);
-        }
-        self.conn
-            .as_mut()
-            .ok_or_else(|| "no connection".to_string())
+                .map_err(|e| e.to_string())?,
+        };
+        Ok(self.conn.insert(c))
     }
 
     /// Keeps the connection after a good read; drops it after a failed
