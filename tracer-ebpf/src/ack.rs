@@ -3,21 +3,23 @@
 //! thread's stage; a leader's wait inside the binlog's group commit is
 //! kept in a ring, so that its followers' waits can be split by it.
 use aya_ebpf::{
-    helpers::bpf_ktime_get_ns,
     macros::{map, uprobe, uretprobe},
     maps::{Array, HashMap},
     programs::{ProbeContext, RetProbeContext},
 };
-use tracer_ebpf::{AckSpan, CommitStage, Counter, HistKind, ACK_RING_LEN, MAX_THREADS};
+use tracer_ebpf::{
+    AckSpan, AckStart, CommitStage, Counter, HistKind, Split, ACK_RING_LEN, MAX_THREADS,
+};
 
 use crate::{
     commit_path::{cp_add, cp_span},
     helpers::{add, bump, is_target, record_kind},
+    sched::now_stamped,
 };
 
 /// A semi-sync wait's entry, per thread.
 #[map]
-static ACK_START: HashMap<u64, u64> = HashMap::with_max_entries(MAX_THREADS, 0);
+static ACK_START: HashMap<u64, AckStart> = HashMap::with_max_entries(MAX_THREADS, 0);
 
 /// The latest acknowledgement waits inside the binlog's group commit
 /// (`--commit-path`), and the count of spans ever pushed (the next slot).
@@ -81,8 +83,8 @@ pub(crate) const ACK_JOIN_NS: u64 = 50_000;
 #[inline(always)]
 pub(crate) fn ack_enter() -> u32 {
     let Some(id) = is_target() else { return 0 };
-    let now = unsafe { bpf_ktime_get_ns() };
-    if ACK_START.insert(id, now, 0).is_err() {
+    let (ts, st) = now_stamped();
+    if ACK_START.insert(id, AckStart { ts, st }, 0).is_err() {
         bump(Counter::TimingLost);
     }
     0
@@ -97,15 +99,15 @@ pub(crate) fn ack_leave(calls: Counter, ns: Counter, kind: HistKind) -> u32 {
         return 0;
     };
     let _ = ACK_START.remove(id);
-    let now = unsafe { bpf_ktime_get_ns() };
-    let d = now.saturating_sub(start);
+    let (now, now_st) = now_stamped();
+    let wait = Split::between(start.ts, start.st, now, now_st);
     bump(calls);
-    add(ns, d);
-    record_kind(kind, d);
+    add(ns, wait.ns);
+    record_kind(kind, wait.ns);
     if let Some(s) = cp_span(id) {
-        cp_add(id, CommitStage::ReplicaAck, d);
+        cp_add(id, CommitStage::ReplicaAck, wait);
         if unsafe { (*s).in_binlog } != 0 {
-            ack_push(id, start, now);
+            ack_push(id, start.ts, now);
         }
     }
     0

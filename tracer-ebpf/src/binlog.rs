@@ -8,20 +8,22 @@
 //! binlog sync closes the group.
 use aya_ebpf::{
     bindings::BPF_NOEXIST,
-    helpers::bpf_ktime_get_ns,
     macros::{map, uprobe, uretprobe},
     maps::{Array, HashMap, PerCpuArray},
     programs::{ProbeContext, RetProbeContext},
 };
 use tracer_ebpf::{
-    BinlogMarks, BinlogThread, CommitStage, Counter, HistKind, SizeHist, MAX_THREADS,
+    BinlogMarks, BinlogThread, CommitStage, Counter, HistKind, SizeHist, Split, Stamp, WaitKind,
+    MAX_THREADS,
 };
 
 use crate::{
     ack::ack_overlap,
-    commit_path::{cp_add, cp_binlog_entered, cp_span},
+    commit_path::{cp_add, cp_binlog_entered, cp_binlog_leave, cp_span},
     config::{cfg_u32, BINLOG_CLOSE_AT_FLUSH, PRED_G_ARG, PRED_G_MASK, PRED_G_OP, PRED_G_VALUE},
     helpers::{add, bump, count_size, is_target, predicate, record_kind},
+    sched::now_stamped,
+    wait_state::{wait_begins, wait_ends, wait_led},
 };
 
 /// Binlog group sizes: commits per group, exact.
@@ -67,6 +69,15 @@ pub(crate) fn binlog_thread(id: u64) -> Option<*mut BinlogThread> {
         redo_start: 0,
         redo_ns: 0,
         mark: 0,
+        flush_st: Stamp::default(),
+        write_st: Stamp::default(),
+        flushed_st: Stamp::default(),
+        sync_st: Stamp::default(),
+        commit_st: Stamp::default(),
+        redo_st: Stamp::default(),
+        redo_cpu: 0,
+        redo_runq: 0,
+        leading: 0,
     };
     let _ = BINLOG_THREADS.insert(id, zero, BPF_NOEXIST as u64);
     let p = BINLOG_THREADS.get_ptr_mut(id);
@@ -111,6 +122,16 @@ pub(crate) fn binlog_group(n: u64, leader: u64) {
     }
 }
 
+/// Whether thread `id` leads its binlog group commit now (a flush stage
+/// began since its commit entered the group commit, which has not
+/// returned).
+#[inline(always)]
+pub(crate) fn leads_group_commit(id: u64) -> bool {
+    BINLOG_THREADS
+        .get_ptr(id)
+        .is_some_and(|t| unsafe { (*t).leading } != 0)
+}
+
 /// A commit enters the binlog's group commit (MySQL's `ordered_commit`,
 /// MariaDB's `write_transaction_to_binlog_events`): if its thread leads
 /// the next flush stage, its wait until then is the group's queue wait.
@@ -118,11 +139,15 @@ pub(crate) fn binlog_group(n: u64, leader: u64) {
 #[uprobe]
 pub fn binlog_enter(_ctx: ProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
-    let now = unsafe { bpf_ktime_get_ns() };
+    let (now, st) = now_stamped();
     if let Some(t) = binlog_thread(id) {
-        unsafe { (*t).entered = now };
+        unsafe {
+            (*t).entered = now;
+            (*t).leading = 0;
+        }
     }
-    cp_binlog_entered(id, now);
+    cp_binlog_entered(id, now, st);
+    wait_begins(id, WaitKind::Binlog);
     0
 }
 
@@ -132,7 +157,9 @@ pub fn binlog_enter(_ctx: ProbeContext) -> u32 {
 #[uprobe]
 pub fn binlog_enter_span(_ctx: ProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
-    cp_binlog_entered(id, unsafe { bpf_ktime_get_ns() });
+    let (now, st) = now_stamped();
+    cp_binlog_entered(id, now, st);
+    wait_begins(id, WaitKind::Binlog);
     0
 }
 
@@ -142,18 +169,27 @@ pub fn binlog_enter_span(_ctx: ProbeContext) -> u32 {
 #[uretprobe]
 pub fn binlog_enter_return(_ctx: RetProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
+    let led = match BINLOG_THREADS.get_ptr_mut(id) {
+        Some(t) => unsafe {
+            let led = (*t).leading != 0;
+            (*t).leading = 0;
+            led
+        },
+        None => false,
+    };
+    wait_ends(id, WaitKind::Binlog, !led);
     if let Some(s) = cp_span(id) {
         unsafe { (*s).in_binlog = 0 };
         let entered = unsafe { (*s).binlog_entered };
-        if entered != 0 {
-            unsafe { (*s).binlog_entered = 0 };
-            let now = unsafe { bpf_ktime_get_ns() };
-            let d = now.saturating_sub(entered);
+        let (now, now_st) = now_stamped();
+        if let Some(wait) = cp_binlog_leave(s, now, now_st) {
             // Part of the wait may have been its leader's wait for the
-            // replica's acknowledgement: that part is the ack's stage.
-            let acked = ack_overlap(entered, now).min(d);
+            // replica's acknowledgement: that part is the ack's stage,
+            // split in proportion (no probe marks its ends on this
+            // thread).
+            let acked = wait.part(ack_overlap(entered, now));
             cp_add(id, CommitStage::ReplicaAck, acked);
-            cp_add(id, CommitStage::BinlogFollowerWait, d - acked);
+            cp_add(id, CommitStage::BinlogFollowerWait, wait.minus(acked));
         }
     }
     0
@@ -167,7 +203,9 @@ pub fn binlog_redo_entry(_ctx: ProbeContext) -> u32 {
     if let Some(t) = BINLOG_THREADS.get_ptr_mut(id) {
         unsafe {
             if (*t).flush_start != 0 {
-                (*t).redo_start = bpf_ktime_get_ns();
+                let (now, st) = now_stamped();
+                (*t).redo_start = now;
+                (*t).redo_st = st;
             }
         }
     }
@@ -177,7 +215,7 @@ pub fn binlog_redo_entry(_ctx: ProbeContext) -> u32 {
 #[uretprobe]
 pub fn binlog_redo_return(_ctx: RetProbeContext) -> u32 {
     let d = binlog_stage_ends(
-        |t| unsafe { &raw mut (*t).redo_start },
+        |t| unsafe { (&raw mut (*t).redo_start, (*t).redo_st) },
         Counter::BinlogRedoFlushes,
         Counter::BinlogRedoNs,
         HistKind::BinlogRedo,
@@ -185,7 +223,11 @@ pub fn binlog_redo_return(_ctx: RetProbeContext) -> u32 {
     );
     if let Some(id) = is_target() {
         if let Some(t) = BINLOG_THREADS.get_ptr_mut(id) {
-            unsafe { (*t).redo_ns += d };
+            unsafe {
+                (*t).redo_ns += d.ns;
+                (*t).redo_cpu += d.cpu;
+                (*t).redo_runq += d.runq;
+            }
         }
     }
     0
@@ -195,11 +237,16 @@ pub fn binlog_redo_return(_ctx: RetProbeContext) -> u32 {
 pub fn binlog_flush_open(_ctx: ProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
     let Some(t) = binlog_thread(id) else { return 0 };
-    let now = unsafe { bpf_ktime_get_ns() };
+    let (now, now_st) = now_stamped();
+    wait_led(id);
     unsafe {
+        (*t).leading = 1;
         (*t).flush_start = now;
+        (*t).flush_st = now_st;
         (*t).members = 0;
         (*t).redo_ns = 0;
+        (*t).redo_cpu = 0;
+        (*t).redo_runq = 0;
         let entered = (*t).entered;
         if entered != 0 {
             (*t).entered = 0;
@@ -219,14 +266,8 @@ pub fn binlog_flush_open(_ctx: ProbeContext) -> u32 {
     }
     // The commit path: this commit leads; its wait so far was the queue.
     if let Some(s) = cp_span(id) {
-        let entered = unsafe { (*s).binlog_entered };
-        if entered != 0 {
-            unsafe { (*s).binlog_entered = 0 };
-            cp_add(
-                id,
-                CommitStage::BinlogQueueWait,
-                now.saturating_sub(entered),
-            );
+        if let Some(wait) = cp_binlog_leave(s, now, now_st) {
+            cp_add(id, CommitStage::BinlogQueueWait, wait);
         }
     }
     0
@@ -260,7 +301,9 @@ pub fn binlog_write_entry(_ctx: ProbeContext) -> u32 {
     if let Some(t) = BINLOG_THREADS.get_ptr_mut(id) {
         unsafe {
             if (*t).flush_start != 0 {
-                (*t).write_start = bpf_ktime_get_ns();
+                let (now, st) = now_stamped();
+                (*t).write_start = now;
+                (*t).write_st = st;
             }
         }
     }
@@ -275,13 +318,16 @@ pub fn binlog_flush_close(_ctx: RetProbeContext) -> u32 {
     let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
         return 0;
     };
-    let now = unsafe { bpf_ktime_get_ns() };
-    let (start, n, write, redo) = unsafe {
+    let (now, now_st) = now_stamped();
+    let (start, n, write) = unsafe { ((*t).flush_start, (*t).members, (*t).write_start) };
+    let (whole, redo) = unsafe {
         (
-            (*t).flush_start,
-            (*t).members,
-            (*t).write_start,
-            (*t).redo_ns,
+            Split::between(start, (*t).flush_st, now, now_st),
+            Split {
+                ns: (*t).redo_ns,
+                cpu: (*t).redo_cpu,
+                runq: (*t).redo_runq,
+            },
         )
     };
     if start == 0 {
@@ -294,18 +340,12 @@ pub fn binlog_flush_close(_ctx: RetProbeContext) -> u32 {
     // (`binlog_commit_wait_*`) and wrote the members' caches.
     let closes_here = cfg_u32(&BINLOG_CLOSE_AT_FLUSH) != 0;
     let sync = if closes_here && write != 0 {
-        now.saturating_sub(write)
+        Split::between(write, unsafe { (*t).write_st }, now, now_st)
     } else {
-        0
+        Split::default()
     };
     cp_add(id, CommitStage::BinlogSync, sync);
-    cp_add(
-        id,
-        CommitStage::BinlogFlush,
-        now.saturating_sub(start)
-            .saturating_sub(redo)
-            .saturating_sub(sync),
-    );
+    cp_add(id, CommitStage::BinlogFlush, whole.minus(redo).minus(sync));
     let close_at_flush = cfg_u32(&BINLOG_CLOSE_AT_FLUSH) != 0;
     unsafe {
         (*t).flush_start = 0;
@@ -314,6 +354,7 @@ pub fn binlog_flush_close(_ctx: RetProbeContext) -> u32 {
         // group closes here, there is none to wait for.
         if !close_at_flush {
             (*t).flushed_at = now;
+            (*t).flushed_st = now_st;
         }
     }
     bump(Counter::BinlogFlushGroups);
@@ -369,45 +410,50 @@ pub fn binlog_group_close(ctx: ProbeContext) -> u32 {
 pub fn binlog_sync_entry(_ctx: ProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
     let Some(t) = binlog_thread(id) else { return 0 };
-    let now = unsafe { bpf_ktime_get_ns() };
+    let (now, now_st) = now_stamped();
     unsafe {
         (*t).sync_start = now;
+        (*t).sync_st = now_st;
         let flushed = (*t).flushed_at;
         if flushed != 0 {
             (*t).flushed_at = 0;
-            let d = now.saturating_sub(flushed);
-            add(Counter::BinlogSyncWaitNs, d);
-            record_kind(HistKind::BinlogSyncWait, d);
-            cp_add(id, CommitStage::BinlogSyncWait, d);
+            let wait = Split::between(flushed, (*t).flushed_st, now, now_st);
+            add(Counter::BinlogSyncWaitNs, wait.ns);
+            record_kind(HistKind::BinlogSyncWait, wait.ns);
+            cp_add(id, CommitStage::BinlogSyncWait, wait);
         }
     }
     0
 }
 
 /// A timed stage ends on this thread: the time since `start` (a field of
-/// its state, cleared here) is counted under `count`, `ns` and `hist`.
+/// its state, cleared here, and the accounting taken with it) is counted
+/// under `count`, `ns` and `hist`.
 #[inline(always)]
 pub(crate) fn binlog_stage_ends(
-    start: impl Fn(*mut BinlogThread) -> *mut u64,
+    start: impl Fn(*mut BinlogThread) -> (*mut u64, Stamp),
     count: Counter,
     ns: Counter,
     hist: HistKind,
     stage: Option<CommitStage>,
-) -> u64 {
-    let Some(id) = is_target() else { return 0 };
-    let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
-        return 0;
+) -> Split {
+    let Some(id) = is_target() else {
+        return Split::default();
     };
-    let at = start(t);
+    let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
+        return Split::default();
+    };
+    let (at, st) = start(t);
     let began = unsafe { *at };
     if began == 0 {
-        return 0;
+        return Split::default();
     }
     unsafe { *at = 0 };
-    let d = unsafe { bpf_ktime_get_ns() }.saturating_sub(began);
+    let (now, now_st) = now_stamped();
+    let d = Split::between(began, st, now, now_st);
     bump(count);
-    add(ns, d);
-    record_kind(hist, d);
+    add(ns, d.ns);
+    record_kind(hist, d.ns);
     if let Some(stage) = stage {
         cp_add(id, stage, d);
     }
@@ -417,7 +463,7 @@ pub(crate) fn binlog_stage_ends(
 #[uretprobe]
 pub fn binlog_sync_return(_ctx: RetProbeContext) -> u32 {
     binlog_stage_ends(
-        |t| unsafe { &raw mut (*t).sync_start },
+        |t| unsafe { (&raw mut (*t).sync_start, (*t).sync_st) },
         Counter::BinlogSyncs,
         Counter::BinlogSyncNs,
         HistKind::BinlogSync,
@@ -430,7 +476,11 @@ pub fn binlog_sync_return(_ctx: RetProbeContext) -> u32 {
 pub fn binlog_commit_entry(_ctx: ProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
     if let Some(t) = binlog_thread(id) {
-        unsafe { (*t).commit_start = bpf_ktime_get_ns() };
+        let (now, st) = now_stamped();
+        unsafe {
+            (*t).commit_start = now;
+            (*t).commit_st = st;
+        }
     }
     0
 }
@@ -438,7 +488,7 @@ pub fn binlog_commit_entry(_ctx: ProbeContext) -> u32 {
 #[uretprobe]
 pub fn binlog_commit_return(_ctx: RetProbeContext) -> u32 {
     binlog_stage_ends(
-        |t| unsafe { &raw mut (*t).commit_start },
+        |t| unsafe { (&raw mut (*t).commit_start, (*t).commit_st) },
         Counter::BinlogCommitGroups,
         Counter::BinlogCommitNs,
         HistKind::BinlogCommit,

@@ -37,17 +37,24 @@ static IO_TAGS: LruHashMap<u64, IoTag> = LruHashMap::with_max_entries(8192, 0);
 static IO_ISSUED: LruHashMap<u64, IoIssued> = LruHashMap::with_max_entries(16384, 0);
 
 /// `--io`: a sync of a redo fd begins on thread `id`: block requests its
-/// thread or the journal sends until it ends are the sync's. Some (the
-/// attributed data requests issued so far) when counted in flight; its
-/// end takes it off.
+/// thread or the journal sends until it ends are the sync's. (1, the
+/// attributed data requests issued so far) when counted in flight, (0, 0)
+/// when not; its end takes it off.
 #[inline(always)]
-pub(crate) fn io_sync_begins(fd: u32) -> Option<i64> {
+pub(crate) fn io_sync_begins(fd: u32) -> (u32, i64) {
+    // Both halves defined on every path: an `Option`'s payload left
+    // undefined on `None` became a read of unwritten stack, which Linux
+    // 5.10's verifier refuses.
     if cfg_u32(&IO_DEV) == 0 || REDO_FDS.get_ptr(fd).is_none() {
-        return None;
+        return (0, 0);
     }
-    let st = IO_STATE.get_ptr_mut(0)?;
+    let Some(st) = IO_STATE.get_ptr_mut(0) else {
+        return (0, 0);
+    };
     xadd(unsafe { &raw mut (*st).inflight }, 1);
-    Some(unsafe { core::ptr::read_volatile(&raw const (*st).data_issued) })
+    (1, unsafe {
+        core::ptr::read_volatile(&raw const (*st).data_issued)
+    })
 }
 
 /// The end of a redo sync [`io_sync_begins`] counted in flight: off the

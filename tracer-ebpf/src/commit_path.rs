@@ -5,16 +5,18 @@
 //! wrote are recorded (a redo write request or the binlog's group commit
 //! ran inside them): statement ends and read-only commits are not commits.
 use aya_ebpf::{
-    helpers::bpf_ktime_get_ns,
     macros::{map, uprobe, uretprobe},
     maps::{Array, PerCpuArray},
     programs::{ProbeContext, RetProbeContext},
 };
-use tracer_ebpf::{fine_slot, CommitSpan, CommitStage, CommitStats, CP_STAGES, MAX_THREADS};
+use tracer_ebpf::{
+    fine_slot, CommitSpan, CommitStage, CommitStats, Split, Stamp, CP_STAGES, MAX_THREADS,
+};
 
 use crate::{
     config::{cfg_u32, COMMIT_PATH},
-    helpers::{is_target, record},
+    helpers::{is_target, on_innodb_thread, record},
+    sched::now_stamped,
 };
 
 /// Each thread's open commit (tid modulo the size, owner checked).
@@ -57,12 +59,20 @@ pub(crate) fn cp_span(id: u64) -> Option<*mut CommitSpan> {
     live.then_some(s)
 }
 
-/// `ns` more in `stage` of this thread's open commit.
+/// `t` more in `stage` of this thread's open commit.
 #[inline(always)]
-pub(crate) fn cp_add(id: u64, stage: CommitStage, ns: u64) {
+pub(crate) fn cp_add(id: u64, stage: CommitStage, t: Split) {
     if let Some(s) = cp_span(id) {
-        if let Some(v) = unsafe { &mut (*s).stage_ns }.get_mut(stage as usize) {
-            *v += ns;
+        let k = stage as usize;
+        let s = unsafe { &mut *s };
+        if let (Some(ns), Some(cpu), Some(runq)) = (
+            s.stage_ns.get_mut(k),
+            s.stage_cpu.get_mut(k),
+            s.stage_runq.get_mut(k),
+        ) {
+            *ns += t.ns;
+            *cpu += t.cpu;
+            *runq += t.runq;
         }
     }
 }
@@ -78,6 +88,9 @@ pub(crate) fn cp_wrote(id: u64) {
 #[uprobe]
 pub fn commit_entry(_ctx: ProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
+    if on_innodb_thread() {
+        return 0;
+    }
     let generation = cp_generation();
     if generation == 0 {
         return 0;
@@ -100,14 +113,19 @@ pub fn commit_entry(_ctx: ProbeContext) -> u32 {
                 (*st).lost += 1;
             }
         }
+        let (now, st) = now_stamped();
         (*s).owner = id;
-        (*s).start = bpf_ktime_get_ns();
+        (*s).start = now;
+        (*s).start_st = st;
         (*s).depth = 1;
         (*s).wrote = 0;
         (*s).binlog_entered = 0;
         (*s).in_binlog = 0;
         (*s).generation = generation;
         (*s).stage_ns = [0; CP_STAGES];
+        (*s).stage_cpu = [0; CP_STAGES];
+        (*s).stage_runq = [0; CP_STAGES];
+        (*s).binlog_entered_st = Stamp::default();
     }
     0
 }
@@ -115,7 +133,7 @@ pub fn commit_entry(_ctx: ProbeContext) -> u32 {
 #[uretprobe]
 pub fn commit_return(_ctx: RetProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
-    let now = unsafe { bpf_ktime_get_ns() };
+    let (now, now_st) = now_stamped();
     let Some(s) = CP_SPANS.get_ptr_mut((id as u32) & (MAX_THREADS - 1)) else {
         return 0;
     };
@@ -137,9 +155,12 @@ pub fn commit_return(_ctx: RetProbeContext) -> u32 {
         return 0;
     };
     let (st, sp) = unsafe { (&mut *st, &*s) };
-    let total = now.saturating_sub(sp.start);
+    let whole = Split::between(sp.start, sp.start_st, now, now_st);
+    let total = whole.ns;
     st.commits += 1;
     st.total_ns += total;
+    st.total_cpu_ns += whole.cpu;
+    st.total_runq_ns += whole.runq;
     if let Some(slot) = st.total.slots.get_mut(fine_slot(total)) {
         *slot += 1;
     }
@@ -157,18 +178,36 @@ pub fn commit_return(_ctx: RetProbeContext) -> u32 {
             *sum += v;
             record(h, v);
         }
+        if let (Some(cpu), Some(runq)) = (st.stage_cpu_ns.get_mut(k), st.stage_runq_ns.get_mut(k)) {
+            *cpu += sp.stage_cpu[k];
+            *runq += sp.stage_runq[k];
+        }
     }
     0
 }
 
 /// The commit's span entered the binlog's group commit at `now`.
 #[inline(always)]
-pub(crate) fn cp_binlog_entered(id: u64, now: u64) {
+pub(crate) fn cp_binlog_entered(id: u64, now: u64, st: Stamp) {
     if let Some(s) = cp_span(id) {
         unsafe {
             (*s).wrote = 1;
             (*s).binlog_entered = now;
+            (*s).binlog_entered_st = st;
             (*s).in_binlog = 1;
         }
     }
+}
+
+/// The time since this span entered the binlog's group commit, split;
+/// the entry is cleared. None outside the group commit.
+#[inline(always)]
+pub(crate) fn cp_binlog_leave(s: *mut CommitSpan, now: u64, now_st: Stamp) -> Option<Split> {
+    let s = unsafe { &mut *s };
+    let entered = s.binlog_entered;
+    if entered == 0 {
+        return None;
+    }
+    s.binlog_entered = 0;
+    Some(Split::between(entered, s.binlog_entered_st, now, now_st))
 }

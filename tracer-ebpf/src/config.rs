@@ -90,6 +90,40 @@ pub(crate) static PRED_G_MASK: u64 = 0;
 #[no_mangle]
 pub(crate) static PRED_G_VALUE: u64 = 0;
 
+/// Non-zero: `--commit-path` splits each stage by the thread's own
+/// scheduler accounting ([`crate::sched`]), read in `task_struct` at these
+/// byte offsets, which user space finds in the kernel's BTF.
+#[no_mangle]
+pub(crate) static SCHED_SPLIT: u32 = 0;
+#[no_mangle]
+pub(crate) static TASK_SUM_EXEC_OFF: u32 = 0;
+#[no_mangle]
+pub(crate) static TASK_EXEC_START_OFF: u32 = 0;
+#[no_mangle]
+pub(crate) static TASK_RUN_DELAY_OFF: u32 = 0;
+/// The way to the CPU's run queue clocks: `task_struct.se.cfs_rq`,
+/// `cfs_rq.rq`, `rq.clock` and `rq.clock_task` (see [`crate::sched`]).
+#[no_mangle]
+pub(crate) static TASK_CFS_RQ_OFF: u32 = 0;
+#[no_mangle]
+pub(crate) static CFS_RQ_RQ_OFF: u32 = 0;
+#[no_mangle]
+pub(crate) static RQ_CLOCK_OFF: u32 = 0;
+#[no_mangle]
+pub(crate) static RQ_CLOCK_TASK_OFF: u32 = 0;
+
+/// Non-zero with `--wakeups` ([`crate::wakeups`]), and where the
+/// scheduler tracepoints' records hold what they read (their `format`
+/// files).
+#[no_mangle]
+pub(crate) static WAKEUPS: u32 = 0;
+#[no_mangle]
+pub(crate) static SWITCH_PREV_STATE_OFF: u32 = 32;
+#[no_mangle]
+pub(crate) static SWITCH_NEXT_PID_OFF: u32 = 56;
+#[no_mangle]
+pub(crate) static WAKEUP_PID_OFF: u32 = 24;
+
 #[inline(always)]
 pub(crate) fn cfg_u32(v: &u32) -> u32 {
     unsafe { core::ptr::read_volatile(v) }

@@ -2,12 +2,11 @@
 //! the syscall tracepoints, kprobes or fentry/fexit (the kernel's choice);
 //! a redo sync begins a batch where no flush function is probed.
 use aya_ebpf::{
-    helpers::bpf_ktime_get_ns,
     macros::{fentry, fexit, kprobe, kretprobe, tracepoint},
     programs::{FEntryContext, FExitContext, ProbeContext, RetProbeContext, TracePointContext},
     EbpfContext,
 };
-use tracer_ebpf::{CommitStage, Counter, SyncStart};
+use tracer_ebpf::{CommitStage, Counter, Split, SyncStart};
 
 use crate::{
     binlog::leads_flush_stage,
@@ -17,6 +16,7 @@ use crate::{
     helpers::{bump, fd_from_regs, fd_slot, is_target, record},
     maps::{REDO_FDS, SYNC_START},
     redo::{batch_begin, in_flush, write_slot},
+    sched::now_stamped,
 };
 
 /// No flush function: a redo fsync is where a batch begins.
@@ -30,14 +30,16 @@ pub(crate) fn batch_on_redo_sync(fd: u64) {
 #[inline(always)]
 pub(crate) fn sync_enter(id: u64, fd: u64) {
     batch_on_redo_sync(fd);
-    let io_issued = io_sync_begins(fd as u32);
+    let (io, io_issued) = io_sync_begins(fd as u32);
+    let (ts, st) = now_stamped();
     let start = SyncStart {
-        ts: unsafe { bpf_ktime_get_ns() },
+        ts,
+        st,
         fd: fd as u32,
         in_flush: in_flush(id) as u32,
-        io: io_issued.is_some() as u32,
+        io,
         _pad: 0,
-        io_issued: io_issued.unwrap_or(0),
+        io_issued,
     };
     if SYNC_START.insert(id, start, 0).is_err() {
         bump(Counter::TimingLost);
@@ -46,7 +48,7 @@ pub(crate) fn sync_enter(id: u64, fd: u64) {
 
 #[inline(always)]
 pub(crate) fn sync_exit<C: EbpfContext>(ctx: &C, id: u64) {
-    let now = unsafe { bpf_ktime_get_ns() };
+    let (now, now_st) = now_stamped();
     let Some(start) = SYNC_START.get_ptr(id) else {
         return;
     };
@@ -55,18 +57,23 @@ pub(crate) fn sync_exit<C: EbpfContext>(ctx: &C, id: u64) {
     if start.io != 0 {
         io_sync_ends(start.io_issued);
     }
-    let ns = now.saturating_sub(start.ts);
+    let t = Split::between(start.ts, start.st, now, now_st);
+    let ns = t.ns;
     // A leader's own fsync: the part of its wait spent on the disk.
     if start.in_flush != 0 && cfg_u32(&ANATOMY) != 0 {
         if let Some(w) = write_slot(id) {
-            unsafe { (*w).sync_ns += ns };
+            unsafe {
+                (*w).sync_ns += ns;
+                (*w).sync_cpu += t.cpu;
+                (*w).sync_runq += t.runq;
+            }
         }
     }
     // The commit path without the redo write's return (the server-layer
     // fallback): a sync the committing thread makes itself is its
     // commit's fsync, unless a binlog flush stage it leads has it.
     if cfg_u32(&ANATOMY) == 0 && !leads_flush_stage(id) {
-        cp_add(id, CommitStage::RedoLeaderSync, ns);
+        cp_add(id, CommitStage::RedoLeaderSync, t);
     }
     if let Some(s) = fd_slot(ctx, start.fd, Counter::SyncLost) {
         let s = unsafe { &mut *s };

@@ -219,6 +219,28 @@ pub struct BinlogThread {
     /// began (the [`BinlogMarks::flushed`] it found), 1 + that so 0 means
     /// unset.
     pub mark: u64,
+    /// The thread's accounting where each of the starts above was taken
+    /// (`--commit-path`'s split), and the redo flushes' part of it.
+    pub flush_st: Stamp,
+    pub write_st: Stamp,
+    pub flushed_st: Stamp,
+    pub sync_st: Stamp,
+    pub commit_st: Stamp,
+    pub redo_st: Stamp,
+    pub redo_cpu: u64,
+    pub redo_runq: u64,
+    /// Non-zero from its flush stage's start to its commit's return from
+    /// the group commit: it leads a group (a waker of that role).
+    pub leading: u64,
+}
+
+/// An open wait for a replica's acknowledgement, keyed by thread in
+/// `ACK_START`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AckStart {
+    pub ts: u64,
+    pub st: Stamp,
 }
 
 /// MySQL's sync groups, found without a probe inside the queue lock.
@@ -293,6 +315,10 @@ pub struct WriteStart {
     pub led: u64,
     /// Time in fsync/fdatasync inside that flush, ns.
     pub sync_ns: u64,
+    /// The thread's accounting at entry, and the fsyncs' part of it.
+    pub st: Stamp,
+    pub sync_cpu: u64,
+    pub sync_runq: u64,
 }
 
 /// An open fsync/fdatasync, keyed by thread in `SYNC_START`.
@@ -309,6 +335,8 @@ pub struct SyncStart {
     pub _pad: u32,
     /// `IoState::data_issued` when it began.
     pub io_issued: i64,
+    /// The thread's accounting at entry.
+    pub st: Stamp,
 }
 
 /// `--io`: the redo syncs in flight, shared by every CPU.
@@ -498,6 +526,159 @@ pub fn fine_slot_low(i: usize) -> u64 {
     }
 }
 
+/// A thread's scheduler accounting at one instant (`--commit-path`'s
+/// split): its CPU time so far, counting the slice it is running, and
+/// its time spent runnable on a run queue. Both are the kernel's own
+/// counters (`task_struct`'s `se.sum_exec_runtime` and
+/// `sched_info.run_delay`), so a stage's split costs no event of its own:
+/// only reads at the boundaries the commit path already probes. All
+/// zeros where the split is off. Differences wrap: the running slice is
+/// measured against the probe's clock, whose offset from the scheduler's
+/// cancels in a difference.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stamp {
+    pub cpu: u64,
+    pub runq: u64,
+}
+
+/// An interval on one thread, split: its wall time, and how much of it
+/// the thread ran and waited for a CPU (the rest it was blocked).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Split {
+    pub ns: u64,
+    pub cpu: u64,
+    pub runq: u64,
+}
+
+impl Split {
+    /// From `(ts0, s0)` to `(ts1, s1)`: a CPU or run-queue figure past
+    /// the wall time (the clocks' skew on a nanosecond interval) is held
+    /// to it.
+    #[inline(always)]
+    pub fn between(ts0: u64, s0: Stamp, ts1: u64, s1: Stamp) -> Split {
+        let ns = ts1.saturating_sub(ts0);
+        let cpu = s1.cpu.wrapping_sub(s0.cpu);
+        let runq = s1.runq.wrapping_sub(s0.runq);
+        Split {
+            ns,
+            cpu: if cpu > ns { ns } else { cpu },
+            runq: if runq > ns { ns } else { runq },
+        }
+    }
+
+    /// The wall time alone (a split left out: off, or not measurable).
+    #[inline(always)]
+    pub fn wall(ns: u64) -> Split {
+        Split {
+            ns,
+            cpu: 0,
+            runq: 0,
+        }
+    }
+
+    /// `self` without `other`, a part of it, each figure at least 0.
+    #[inline(always)]
+    pub fn minus(self, other: Split) -> Split {
+        Split {
+            ns: self.ns.saturating_sub(other.ns),
+            cpu: self.cpu.saturating_sub(other.cpu),
+            runq: self.runq.saturating_sub(other.runq),
+        }
+    }
+
+    #[inline(always)]
+    pub fn plus(self, other: Split) -> Split {
+        Split {
+            ns: self.ns + other.ns,
+            cpu: self.cpu + other.cpu,
+            runq: self.runq + other.runq,
+        }
+    }
+
+    /// The part `ns` of it, its CPU and run-queue time in proportion: a
+    /// sub-interval whose boundaries the thread never probed (a
+    /// follower's wait while its leader waited for the replica).
+    #[inline(always)]
+    pub fn part(self, ns: u64) -> Split {
+        if self.ns == 0 || ns >= self.ns {
+            return self;
+        }
+        // In 1/1024ths: no 128-bit division in eBPF, and a wait's
+        // figures fit 54 bits.
+        let f = (ns << 10) / self.ns;
+        Split {
+            ns,
+            cpu: (self.cpu * f) >> 10,
+            runq: (self.runq * f) >> 10,
+        }
+    }
+}
+
+/// Who woke a follower, by the waker's role at the wake-up.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WakerRole {
+    /// A thread leading its binlog group commit (a flush stage): the
+    /// follower's own group's leader for the last such wake-up of a wait,
+    /// other groups' for any before it (told apart at the wait's end: see
+    /// [`WakeStats::leader_ended`]).
+    BinlogLeader = 0,
+    /// The redo log's writer or flusher (MySQL's `ib_log_*` threads), or
+    /// a thread inside a redo write that flushed (a redo leader).
+    RedoWriter = 1,
+    /// The semi-sync source's acknowledgement receiver.
+    AckReceiver = 2,
+    Other = 3,
+}
+
+pub const WAKER_ROLES: usize = 4;
+
+/// What a follower waited in.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitKind {
+    /// The binlog's group commit, for its group's leader.
+    Binlog = 1,
+    /// A durable redo write, for another thread's flush.
+    Redo = 2,
+}
+
+/// A thread's open wait that may be a follower's (`FOLLOWER_WAITS`),
+/// with the wake-ups it received so far.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FollowerWait {
+    /// [`WaitKind`]; 0 when the wait turned out a leader's (discarded).
+    pub kind: u32,
+    /// Woken since it last blocked: a block now wastes that wake-up.
+    pub woken: u32,
+    pub wakeups: u32,
+    pub wasted: u32,
+    /// When the last wake-up came, until the thread ran (0: none pending).
+    pub woken_at: u64,
+    pub by_role: [u32; WAKER_ROLES],
+}
+
+/// Follower waits ended, and their wake-ups (`--wakeups`), per CPU.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct WakeStats {
+    pub waits: u64,
+    pub wakeups: u64,
+    /// Wake-ups after which the follower blocked again inside the same
+    /// wait.
+    pub wasted: u64,
+    pub by_role: [u64; WAKER_ROLES],
+    /// Waits woken by a binlog leader at least once: the last such
+    /// wake-up was their own group's leader's, any before it other
+    /// groups' leaders'.
+    pub leader_ended: u64,
+    /// Wake-up to running on a CPU, ns.
+    pub wake_to_run: FineHist,
+}
+
 /// One thread's open commit, in its `CP_SPANS` slot (tid modulo the size,
 /// owner checked, as `WriteStart`).
 #[repr(C)]
@@ -524,6 +705,13 @@ pub struct CommitSpan {
     pub generation: u64,
     /// Time per [`CommitStage`], ns.
     pub stage_ns: [u64; CP_STAGES],
+    /// The thread's accounting at the span's start, and at its entry into
+    /// the binlog's group commit.
+    pub start_st: Stamp,
+    pub binlog_entered_st: Stamp,
+    /// Of each stage's time, the thread's CPU and run-queue time, ns.
+    pub stage_cpu: [u64; CP_STAGES],
+    pub stage_runq: [u64; CP_STAGES],
 }
 
 /// The commits' figures, per CPU: counts, sums and log2 histograms of the
@@ -541,6 +729,12 @@ pub struct CommitStats {
     /// Commits whose slot another thread's open commit held (counted,
     /// never timed).
     pub lost: u64,
+    /// Of the commits' and each stage's time, the CPU and run-queue time
+    /// (zeros where the split is off).
+    pub total_cpu_ns: u64,
+    pub total_runq_ns: u64,
+    pub stage_cpu_ns: [u64; CP_STAGES],
+    pub stage_runq_ns: [u64; CP_STAGES],
 }
 
 /// Per file descriptor activity of the target process.
@@ -620,6 +814,24 @@ pub mod globals {
     pub const PRED_G_OP: &str = "PRED_G_OP";
     pub const PRED_G_MASK: &str = "PRED_G_MASK";
     pub const PRED_G_VALUE: &str = "PRED_G_VALUE";
+    /// Non-zero: the commit path's stages are split by the thread's
+    /// scheduler accounting, read at these byte offsets in `task_struct`
+    /// (from the kernel's BTF).
+    pub const SCHED_SPLIT: &str = "SCHED_SPLIT";
+    pub const TASK_SUM_EXEC_OFF: &str = "TASK_SUM_EXEC_OFF";
+    pub const TASK_EXEC_START_OFF: &str = "TASK_EXEC_START_OFF";
+    pub const TASK_RUN_DELAY_OFF: &str = "TASK_RUN_DELAY_OFF";
+    pub const TASK_CFS_RQ_OFF: &str = "TASK_CFS_RQ_OFF";
+    pub const CFS_RQ_RQ_OFF: &str = "CFS_RQ_RQ_OFF";
+    pub const RQ_CLOCK_OFF: &str = "RQ_CLOCK_OFF";
+    pub const RQ_CLOCK_TASK_OFF: &str = "RQ_CLOCK_TASK_OFF";
+    /// Non-zero with `--wakeups`: follower waits are opened and the
+    /// scheduler's wake-up and switch tracepoints count inside them;
+    /// `prev_state` and `next_pid`'s offsets in `sched_switch`'s record.
+    pub const WAKEUPS: &str = "WAKEUPS";
+    pub const SWITCH_PREV_STATE_OFF: &str = "SWITCH_PREV_STATE_OFF";
+    pub const SWITCH_NEXT_PID_OFF: &str = "SWITCH_NEXT_PID_OFF";
+    pub const WAKEUP_PID_OFF: &str = "WAKEUP_PID_OFF";
 }
 
 /// Names of the maps.
@@ -646,6 +858,7 @@ pub mod maps {
     /// ... per attachment.
     pub const CP_GEN: &str = "CP_GEN";
     pub const ACK_START: &str = "ACK_START";
+    pub const WAKE_STATS: &str = "WAKE_STATS";
     pub const ACK_RING: &str = "ACK_RING";
     pub const ACK_HEAD: &str = "ACK_HEAD";
 }
@@ -710,6 +923,10 @@ pub mod programs {
     pub const ACK_COMMIT_RETURN: &str = "ack_commit_return";
     pub const COMMIT_ENTRY: &str = "commit_entry";
     pub const COMMIT_RETURN: &str = "commit_return";
+    /// `--wakeups`: the scheduler's tracepoints, counting inside follower
+    /// waits.
+    pub const WAKE_SCHED_WAKEUP: &str = "wake_sched_wakeup";
+    pub const WAKE_SCHED_SWITCH: &str = "wake_sched_switch";
 
     /// The programs that count a call when it begins or open a call that
     /// another program closes, in the order they detach when a trace ends
@@ -788,6 +1005,10 @@ mod user {
     unsafe impl aya::Pod for super::CommitSpan {}
     unsafe impl aya::Pod for super::CommitStats {}
     unsafe impl aya::Pod for super::FineHist {}
+    unsafe impl aya::Pod for super::AckStart {}
+    unsafe impl aya::Pod for super::WakeStats {}
+    unsafe impl aya::Pod for super::FollowerWait {}
+    unsafe impl aya::Pod for super::Stamp {}
 }
 
 #[cfg(test)]

@@ -18,6 +18,9 @@ mod helpers;
 mod libc;
 mod maps;
 mod redo;
+mod sched;
+mod wait_state;
+mod wakeups;
 mod writes;
 
 #[cfg(not(test))]

@@ -8,7 +8,8 @@ use aya_ebpf::{
     programs::{ProbeContext, RetProbeContext},
 };
 use tracer_ebpf::{
-    BatchMember, CommitStage, Counter, Group, HistKind, SizeHist, WriteStart, MAX_THREADS,
+    BatchMember, CommitStage, Counter, Group, HistKind, SizeHist, Split, WaitKind, WriteStart,
+    MAX_THREADS,
 };
 
 use crate::{
@@ -19,6 +20,8 @@ use crate::{
         PRED_F_VALUE, WRITE_TIMING,
     },
     helpers::{add, bump, count_size, is_target, predicate, record_kind, xadd},
+    sched::now_stamped,
+    wait_state::{wait_begins, wait_ends, wait_led},
 };
 
 /// Batch sizes: requests per flush (see `batch_begin`), exact.
@@ -96,6 +99,7 @@ pub(crate) fn mark_leader(id: u64) {
     }
     if let Some(w) = write_slot(id) {
         unsafe { (*w).led = 1 };
+        wait_led(id);
     }
 }
 
@@ -129,14 +133,21 @@ pub fn write_entry(ctx: ProbeContext) -> u32 {
         if (*w).owner != 0 && (*w).owner != id {
             bump(Counter::TimingLost);
         }
+        let (ts, st) = now_stamped();
         *w = WriteStart {
             owner: id,
-            ts: bpf_ktime_get_ns(),
+            ts,
             pred_a: a as u64,
             durable: member as u64,
             led: 0,
             sync_ns: 0,
+            st,
+            sync_cpu: 0,
+            sync_runq: 0,
         };
+    }
+    if member {
+        wait_begins(id, WaitKind::Redo);
     }
     0
 }
@@ -144,11 +155,13 @@ pub fn write_entry(ctx: ProbeContext) -> u32 {
 #[uretprobe]
 pub fn write_return(_ctx: RetProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
-    let now = unsafe { bpf_ktime_get_ns() };
+    let (now, now_st) = now_stamped();
     if let Some(w) = write_slot(id) {
         let start = unsafe { *w };
         unsafe { (*w).owner = 0 };
-        let wait = now.saturating_sub(start.ts);
+        let whole = Split::between(start.ts, start.st, now, now_st);
+        let wait = whole.ns;
+        wait_ends(id, WaitKind::Redo, start.durable != 0 && start.led == 0);
         if start.pred_a != 0 {
             record_kind(HistKind::WriteWait, wait);
         }
@@ -158,18 +171,18 @@ pub fn write_return(_ctx: RetProbeContext) -> u32 {
                 add(Counter::LeaderWaitNs, wait);
                 add(Counter::LeaderSyncNs, start.sync_ns);
                 record_kind(HistKind::LeaderWait, wait);
-                let sync = if start.sync_ns < wait {
-                    start.sync_ns
-                } else {
-                    wait
+                let sync = Split {
+                    ns: start.sync_ns.min(wait),
+                    cpu: start.sync_cpu.min(whole.cpu),
+                    runq: start.sync_runq.min(whole.runq),
                 };
-                cp_add(id, CommitStage::RedoLeaderWrite, wait - sync);
+                cp_add(id, CommitStage::RedoLeaderWrite, whole.minus(sync));
                 cp_add(id, CommitStage::RedoLeaderSync, sync);
             } else {
                 bump(Counter::Followers);
                 add(Counter::FollowerWaitNs, wait);
                 record_kind(HistKind::FollowerWait, wait);
-                cp_add(id, CommitStage::RedoFollowerWait, wait);
+                cp_add(id, CommitStage::RedoFollowerWait, whole);
             }
         }
     }

@@ -309,6 +309,19 @@ pub struct ProbeArgs {
     /// tier only (the exporter: inside its exact windows).
     #[arg(long)]
     pub commit_path: bool,
+    /// With --commit-path: how the followers' waits end (the binlog's
+    /// group commit, the redo write): the wake-ups each received, the
+    /// wasted ones (woken, then blocked again in the same wait), the
+    /// wake-to-run latency and who woke them. Two machine-wide scheduler
+    /// tracepoints (sched_wakeup, sched_switch): their cost is said when
+    /// it starts.
+    #[arg(long, requires = "commit_path")]
+    pub wakeups: bool,
+    /// With --commit-path: leave out each stage's split into on-CPU,
+    /// run-queue and blocked time (three reads of the thread's scheduler
+    /// accounting at each stage's ends; its cost is in docs/overhead.md).
+    #[arg(long, requires = "commit_path")]
+    pub no_sched_split: bool,
 }
 
 #[derive(Clone, Debug, Args)]

@@ -4,10 +4,10 @@
 //! thread (the redo flush as leader, the wait as follower, the binlog's
 //! stages) and the rest, `unattributed`. The stages never overlap on a
 //! thread, so with the rest they add up to the commits' time exactly.
-use tracer_ebpf::{fine_slot_low, CommitStage, FINE_SLOTS};
+use tracer_ebpf::CommitStage;
 
 use crate::{
-    deltas::{ratio, LogHist},
+    deltas::{fine_quantile_us, ratio, LogHist},
     family::commit::StageName,
     probes::snapshot::CommitTotals,
 };
@@ -56,6 +56,60 @@ pub struct PathStage {
     pub p99_us: Option<f64>,
     /// Its part of all the commits' time.
     pub share: Option<f64>,
+    /// Of `mean_us`: on a CPU, runnable on a run queue, and blocked (the
+    /// rest: I/O, a lock, a condition); None without the scheduler split.
+    #[serde(flatten)]
+    pub sched: Option<SchedSplit>,
+}
+
+/// Where a mean time went by the scheduler's accounting, µs per commit:
+/// the committing thread's CPU time and run-queue time over the same
+/// interval, read from the kernel's own counters at the stage's ends;
+/// blocked is the rest of the wall time (never below 0).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SchedSplit {
+    pub on_cpu_us: f64,
+    pub run_queue_us: f64,
+    pub blocked_us: f64,
+}
+
+impl SchedSplit {
+    /// The split of `ns` wall, `cpu` and `runq` ns summed over `n`
+    /// commits; None without the split (no CPU time at all: every commit
+    /// runs some) or without commits.
+    pub fn of(ns: u64, cpu: u64, runq: u64, n: u64, measured: bool) -> Option<SchedSplit> {
+        if !measured || n == 0 {
+            return None;
+        }
+        let per = |v: u64| v as f64 / n as f64 / 1000.0;
+        Some(SchedSplit {
+            on_cpu_us: per(cpu),
+            run_queue_us: per(runq),
+            blocked_us: per(ns.saturating_sub(cpu + runq)),
+        })
+    }
+
+    /// The same split scaled by `f` (a part of a stage).
+    pub fn scaled(self, f: f64) -> SchedSplit {
+        SchedSplit {
+            on_cpu_us: self.on_cpu_us * f,
+            run_queue_us: self.run_queue_us * f,
+            blocked_us: self.blocked_us * f,
+        }
+    }
+
+    /// On a CPU, on a run queue, blocked: each one's part of the three.
+    pub fn shares(&self) -> [f64; 3] {
+        let sum = self.on_cpu_us + self.run_queue_us + self.blocked_us;
+        if sum <= 0.0 {
+            return [0.0; 3];
+        }
+        [
+            self.on_cpu_us / sum,
+            self.run_queue_us / sum,
+            self.blocked_us / sum,
+        ]
+    }
 }
 
 /// The commits of an interval and where their time went.
@@ -70,41 +124,18 @@ pub struct CommitPath {
     pub stages: Vec<PathStage>,
     /// Commits the kernel could not time (their slot was taken).
     pub lost: u64,
+    /// The whole commit's `mean_us` split by the scheduler's accounting.
+    #[serde(flatten)]
+    pub sched: Option<SchedSplit>,
+    /// `--wakeups`: how the followers' waits ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wakeups: Option<crate::wakeups::Wakeups>,
     /// The clients' own latency over the same window (the main command's
     /// workload): server time and everything outside it side by side.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_p50_us: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_p99_us: Option<f64>,
-}
-
-/// The q-quantile of a fine histogram's growth, in µs, interpolated in
-/// its slot.
-fn fine_quantile_us(slots: &[u64], q: f64) -> Option<f64> {
-    let total: u64 = slots.iter().sum();
-    if total == 0 {
-        return None;
-    }
-    let rank = (q * total as f64).max(1.0);
-    let mut seen = 0.0;
-    for (i, &n) in slots.iter().enumerate() {
-        if n == 0 {
-            continue;
-        }
-        let next = seen + n as f64;
-        if next >= rank {
-            let lo = fine_slot_low(i) as f64;
-            let hi = if i + 1 < FINE_SLOTS {
-                fine_slot_low(i + 1) as f64
-            } else {
-                lo
-            };
-            let hi = hi.max(lo);
-            return Some((lo + (rank - seen) / n as f64 * (hi - lo)) / 1000.0);
-        }
-        seen = next;
-    }
-    None
 }
 
 impl CommitPath {
@@ -118,14 +149,24 @@ impl CommitPath {
         let total_ns = cur.total_ns.saturating_sub(prev.total_ns);
         let total: Vec<u64> = crate::probes::snapshot::sizes_since(&prev.total, &cur.total);
         let share = |ns: u64| (total_ns > 0).then(|| ns as f64 / total_ns as f64);
+        let total_cpu = cur.total_cpu_ns.saturating_sub(prev.total_cpu_ns);
+        let total_runq = cur.total_runq_ns.saturating_sub(prev.total_runq_ns);
+        // Every commit runs on a CPU for a while: no CPU time at all is
+        // no split (off, or the kernel has no accounting to read).
+        let measured = total_cpu > 0;
         let mut attributed = 0;
+        let (mut attributed_cpu, mut attributed_runq) = (0, 0);
         let mut out: Vec<PathStage> = stages
             .iter()
             .filter_map(|&StageName { slot, name, short }| {
                 let k = slot as usize;
                 let n = cur.stage_commits[k].saturating_sub(prev.stage_commits[k]);
                 let ns = cur.stage_ns[k].saturating_sub(prev.stage_ns[k]);
+                let cpu = cur.stage_cpu_ns[k].saturating_sub(prev.stage_cpu_ns[k]);
+                let runq = cur.stage_runq_ns[k].saturating_sub(prev.stage_runq_ns[k]);
                 attributed += ns;
+                attributed_cpu += cpu;
+                attributed_runq += runq;
                 let h = LogHist(cur.stage_hist[k]).since(&LogHist(prev.stage_hist[k]));
                 (n > 0).then(|| PathStage {
                     stage: name,
@@ -136,10 +177,13 @@ impl CommitPath {
                     p50_us: h.quantile_us(0.50),
                     p99_us: h.quantile_us(0.99),
                     share: share(ns),
+                    sched: SchedSplit::of(ns, cpu, runq, n, measured),
                 })
             })
             .collect();
         let rest = total_ns.saturating_sub(attributed);
+        let rest_cpu = total_cpu.saturating_sub(attributed_cpu);
+        let rest_runq = total_runq.saturating_sub(attributed_runq);
         if commits > 0 {
             out.push(PathStage {
                 stage: UNATTRIBUTED,
@@ -150,6 +194,7 @@ impl CommitPath {
                 p50_us: None,
                 p99_us: None,
                 share: share(rest),
+                sched: SchedSplit::of(rest, rest_cpu, rest_runq, commits, measured),
             });
         }
         CommitPath {
@@ -159,6 +204,8 @@ impl CommitPath {
             p99_us: fine_quantile_us(&total, 0.99),
             stages: out,
             lost: cur.lost.saturating_sub(prev.lost),
+            sched: SchedSplit::of(total_ns, total_cpu, total_runq, commits, measured),
+            wakeups: None,
             client_p50_us: None,
             client_p99_us: None,
         }
@@ -211,6 +258,7 @@ impl CommitPath {
                     p50_us: None,
                     p99_us: None,
                     share: whole.share.map(|s| s * part),
+                    sched: whole.sched.map(|x| x.scaled(part)),
                 },
             );
         }

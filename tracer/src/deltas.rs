@@ -98,3 +98,32 @@ pub fn hist_since(prev: &Snapshot, cur: &Snapshot, k: HistKind) -> LogHist {
 pub fn ratio(a: u64, b: u64) -> Option<f64> {
     (b > 0).then(|| a as f64 / b as f64)
 }
+
+/// The q-quantile of a fine histogram's growth, in µs, interpolated in
+/// its slot.
+pub fn fine_quantile_us(slots: &[u64], q: f64) -> Option<f64> {
+    let total: u64 = slots.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = (q * total as f64).max(1.0);
+    let mut seen = 0.0;
+    for (i, &n) in slots.iter().enumerate() {
+        if n == 0 {
+            continue;
+        }
+        let next = seen + n as f64;
+        if next >= rank {
+            let lo = tracer_ebpf::fine_slot_low(i) as f64;
+            let hi = if i + 1 < tracer_ebpf::FINE_SLOTS {
+                tracer_ebpf::fine_slot_low(i + 1) as f64
+            } else {
+                lo
+            };
+            let hi = hi.max(lo);
+            return Some((lo + (rank - seen) / n as f64 * (hi - lo)) / 1000.0);
+        }
+        seen = next;
+    }
+    None
+}

@@ -22,6 +22,7 @@ pub const MAIN_COLUMNS: &[(&str, &str)] = &[
     ("binlog_fsync", "fsync/fdatasync calls on binlog files"),
     ("bl_groups, bl_p50, bl_p99", "where the binlog's group commit is probed (MySQL 8.0.30+ with the binlog on): binlog groups (one binlog fsync each with sync_binlog=1) and the p50/p99 of their sizes in commits, exact; with the binlog on, commits group there, not at the redo flush"),
     ("cp_us, cp_top", "with --commit-path: the commits' mean time inside the server (the commit function's entry to its return), and the stage with the largest share of it with that share (redo_write/redo_sync: the redo flush as leader; redo_wait: as follower; bl_*: the binlog's stages)"),
+    ("cpu%, runq%", "with --commit-path: of the commits' time inside the server, the share their threads spent on a CPU and runnable waiting for one (the rest they were blocked: I/O, a lock, a condition), from the kernel's own scheduler accounting read at the commit's ends"),
     ("io/sync, KiB/sync, fl/sync, dev_us/syn, dev%, jnl%", "with --io: per redo sync, the block requests with data it caused and their KiB, the cache flushes, the device time, and the shares of the sync the device and the journal explain"),
 ];
 
@@ -35,6 +36,7 @@ pub const TRACE_COLUMNS: &[(&str, &str)] = &[
     ("binlog_fsync, data_fsync", "the same for binlog files (name.NNNNNN) and data files (*.ibd, ibdata*, *.dblwr, undo*)"),
     ("bl_groups, bl_p50, bl_p99", "where the binlog's group commit is probed (MySQL 8.0.30+ with the binlog on): binlog groups (one binlog fsync each with sync_binlog=1) and the p50/p99 of their sizes in commits, exact; with the binlog on, commits group there, not at the redo flush"),
     ("cp_us, cp_top", "with --commit-path: the commits' mean time inside the server (the commit function's entry to its return), and the stage with the largest share of it with that share (redo_write/redo_sync: the redo flush as leader; redo_wait: as follower; bl_*: the binlog's stages)"),
+    ("cpu%, runq%", "with --commit-path: of the commits' time inside the server, the share their threads spent on a CPU and runnable waiting for one (the rest they were blocked: I/O, a lock, a condition), from the kernel's own scheduler accounting read at the commit's ends"),
     ("io/sync, KiB/sync, fl/sync, dev_us/syn, dev%, jnl%", "with --io: per redo sync, the block requests with data it caused and their KiB, the cache flushes, the device time, and the shares of the sync the device and the journal explain"),
 ];
 

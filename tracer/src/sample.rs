@@ -177,6 +177,20 @@ pub struct Interval {
     /// probed and it waited.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replication: Option<crate::replication::AckWaits>,
+    /// The server's threads over the interval, from /proc with no probe:
+    /// time on a CPU and time runnable but waiting for one, ms (None
+    /// where the threads cannot be read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_runq_ms: Option<f64>,
+    /// The main command's own process (the built-in workload's clients
+    /// and this collector), the same way: the clients' share of the CPUs
+    /// the server's threads waited for. None under `trace`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload_cpu_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload_runq_ms: Option<f64>,
 }
 
 /// `--io`: the block requests the redo syncs caused over an interval, and
@@ -530,6 +544,8 @@ impl Interval {
             let now = cur.commit_path.as_ref()?;
             let mut c =
                 crate::commit_path::CommitPath::between(prev.commit_path.as_ref(), now, names);
+            c.wakeups =
+                crate::wakeups::Wakeups::between(prev.wakeups.as_ref(), cur.wakeups.as_ref());
             if let Some(io) = &io {
                 c.split_sync(io.device_share, io.journal_share, io.other_share);
             }
@@ -541,6 +557,7 @@ impl Interval {
         let durable = d.durable();
         let n_flush = d.flushes(&redo);
         let ww = d.hist(HistKind::WriteWait);
+        let threads = (!cur.threads.is_empty()).then(|| cur.threads.since(&prev.threads));
         Interval {
             elapsed_s,
             interval_s,
@@ -601,7 +618,19 @@ impl Interval {
             commit_path,
             replication: crate::replication::AckWaits::between(prev, cur, cols.ack, cols.ack_hooks)
                 .filter(|a| a.waits > 0),
+            server_cpu_ms: threads.map(|t| t.cpu_ms()),
+            server_runq_ms: threads.map(|t| t.runq_ms()),
+            workload_cpu_ms: None,
+            workload_runq_ms: None,
         }
+    }
+}
+
+impl Interval {
+    /// The main command's own process over this interval.
+    pub fn set_workload_threads(&mut self, t: crate::sched_time::SchedTime) {
+        self.workload_cpu_ms = Some(t.cpu_ms());
+        self.workload_runq_ms = Some(t.runq_ms());
     }
 }
 
@@ -638,7 +667,11 @@ impl ProbeSampler {
         Self::from(probes, pid, Snapshot::default())
     }
 
-    fn from(probes: &Probes, pid: u32, cur: Snapshot) -> Self {
+    fn from(probes: &Probes, pid: u32, mut cur: Snapshot) -> Self {
+        // The server's threads count from now, whatever the maps hold.
+        if cur.threads.is_empty() {
+            cur.threads = crate::sched_time::ThreadTimes::read(pid);
+        }
         let now = std::time::Instant::now();
         let mut fds = FdTable::new(pid);
         fds.refresh(cur.fds.keys().copied());
@@ -855,6 +888,10 @@ pub fn test_interval(durable: Option<u64>, inside: Option<u64>) -> Interval {
         binlog: None,
         commit_path: None,
         replication: None,
+        server_cpu_ms: None,
+        workload_cpu_ms: None,
+        workload_runq_ms: None,
+        server_runq_ms: None,
     }
 }
 

@@ -52,6 +52,8 @@ pub fn target(args: &TraceArgs) -> Result<Target> {
         tier,
         io: args.probes.io,
         commit_path,
+        wakeups: args.probes.wakeups,
+        sched_split: !args.probes.no_sched_split,
         semi_sync_wait: None,
     })
 }
@@ -348,10 +350,15 @@ pub fn run(args: TraceArgs) -> Result<()> {
             phase: "attach probes",
         });
     }
-    if let Some(line) =
-        crate::probes::cost::commit_path_line(target.commit_path, probes.commit_path)
-    {
+    if let Some(line) = crate::probes::cost::commit_path_line(
+        target.commit_path,
+        probes.commit_path,
+        &probes.sched_split,
+    ) {
         eprintln!("commitscope: {line}");
+        if probes.wakeups {
+            eprintln!("commitscope: {}", crate::probes::cost::WAKEUPS_COST);
+        }
     }
     if args.probes.verbose {
         crate::legend::verbose_report(&probes);

@@ -71,6 +71,8 @@ pub fn run(args: &ProbesArgs) -> Result<()> {
         tier: args.probes.tier_or(crate::probes::tier::Tier::Exact),
         io: false,
         commit_path: false,
+        wakeups: false,
+        sched_split: false,
         semi_sync_wait: None,
     })?;
     let seconds = t0.elapsed().as_secs_f64();

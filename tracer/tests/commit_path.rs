@@ -25,8 +25,13 @@ fn managed(mysqld: &std::path::Path, extra: &[&str]) -> Value {
     args.extend_from_slice(extra);
     let (s, err, wd) = managed_summary(mysqld, &args);
     let ctx = format!("{extra:?}: {s}\n{err}");
-    // Its cost is said as it starts.
+    // Its cost is said as it starts, with the stages' scheduler split.
     assert!(err.contains("--commit-path traps on every commit"), "{ctx}");
+    assert!(
+        err.contains("split into on-CPU, run-queue and blocked"),
+        "{ctx}"
+    );
+    assert_sched_split(&s["trace"]);
     let c = &s["trace"]["commit_path"];
     // Every commit the clients made, each once.
     let commits = u(&s["workload"]["commits"]);
@@ -98,6 +103,139 @@ fn symbolized_mariadb_commits_split_at_the_redo_flush() {
     }
 }
 
+/// A known load lands where it belongs: one run, whose last ticks have a
+/// busy loop per core beside it, shows those ticks' commits waiting longer
+/// for a CPU than its first ticks' did. One run rather than two: the same
+/// server, data and warm-up on both sides, at half the machine time. The
+/// loops run at nice -18 (each its own thread's, nothing else's): at nice
+/// 0 they would be two more runnable threads among the 32 clients' and
+/// the server's, which already keep both cores busy (measured: 1.37 to
+/// 1.39 times the run queue's share).
+#[test]
+fn symbolized_mariadb_commits_wait_for_a_cpu_beside_busy_loops() {
+    // A comparison of scheduling within one run: the machine alone.
+    let Some(_lane) = root_alone() else {
+        return;
+    };
+    let Some(bin) = symbolized_mariadbd() else {
+        return;
+    };
+    let wd = workdir();
+    let mut child = commitscope()
+        .arg("--mysqld")
+        .arg(&bin)
+        .args([
+            "--threads",
+            "32",
+            "--duration",
+            "9",
+            "--commit-path",
+            "--json",
+        ])
+        .args(["--workdir", wd.path().to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let rx = lines_of(child.stdout.take().unwrap());
+    // Ticks 1 to 4 alone (the first is warm-up, left out); the loops
+    // start after the fourth, and tick 5 is theirs in part, left out too.
+    let mut lines = Vec::new();
+    for _ in 0..4 {
+        lines.extend(wait_for(&rx, "\"type\":\"tick\""));
+    }
+    let spin = AtomicBool::new(true);
+    lines.extend(std::thread::scope(|sc| {
+        for _ in 0..2 {
+            sc.spawn(|| {
+                // SAFETY: this thread's own priority.
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as u32, -18) };
+                let mut x = 0u64;
+                while spin.load(Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+            });
+        }
+        let lines = wait_for(&rx, "\"type\":\"summary\"");
+        spin.store(false, Ordering::Relaxed);
+        lines
+    }));
+    assert!(child.wait().unwrap().success());
+    let all = json_of(&lines);
+    let summary = all.last().unwrap();
+    assert_eq!(summary["type"], "summary", "{summary}");
+    assert_sched_split(&summary["trace"]);
+    let ticks: Vec<&Value> = all.iter().filter(|l| l["type"] == "tick").collect();
+    assert!(ticks.len() >= 8, "{} ticks", ticks.len());
+    // The run-queue share of the commits' time over some ticks, and the
+    // server threads' share of theirs (no probe).
+    let shares = |ts: &[&Value]| {
+        let (mut runq, mut whole, mut srv_runq, mut srv_all) = (0.0, 0.0, 0.0, 0.0);
+        for t in ts {
+            // A tick without commits (all of it warm-up, or the residual
+            // after the workers stopped) has no means.
+            let (t, c) = (&t["trace"], &t["trace"]["commit_path"]);
+            let n = c["commits"].as_f64().unwrap_or(0.0);
+            if n > 0.0 {
+                runq += n * f(&c["run_queue_us"]);
+                whole += n * f(&c["mean_us"]);
+            }
+            srv_runq += f(&t["server_runq_ms"]);
+            srv_all += f(&t["server_runq_ms"]) + f(&t["server_cpu_ms"]);
+        }
+        (runq / whole, srv_runq / srv_all)
+    };
+    let (alone, srv_alone) = shares(&ticks[1..4]);
+    let (busy, srv_busy) = shares(&ticks[5..]);
+    eprintln!("run-queue share of the commits: {alone:.3} alone, {busy:.3} beside the loops");
+    assert!(
+        busy >= 1.5 * alone,
+        "run-queue share {alone:.3} alone, {busy:.3} beside two busy loops: {ticks:?}"
+    );
+    // The server's threads say the same without a probe.
+    assert!(srv_busy > srv_alone, "{srv_alone} then {srv_busy}");
+    assert_clean(wd.path());
+}
+
+/// TPC-C's commits counted once each on both families, within 0.5 % of
+/// the workload's own count: its read-only transactions (Order-Status,
+/// Stock-Level) and rollbacks are not commits, and neither are MySQL's
+/// own bookkeeping commits (`ib_clone_gtid` commits `mysql.gtid_executed`
+/// about ten times a second, each with a durable redo write: 1.2 to 1.9 %
+/// of a TPC-C run's count before they were left out).
+#[test]
+fn tpcc_commits_are_the_workloads_on_both_families() {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    let Some(maria) = symbolized_mariadbd() else {
+        return;
+    };
+    for bin in [maria, stock_mysqld()] {
+        let (s, err, _wd) = managed_summary(
+            &bin,
+            &[
+                "--workload",
+                "tpcc",
+                "-w",
+                "1",
+                "--threads",
+                "8",
+                "--duration",
+                "5",
+                "--commit-path",
+            ],
+        );
+        let ours = u(&s["trace"]["commit_path"]["commits"]);
+        let theirs = u(&s["workload"]["commits"]);
+        assert!(
+            theirs >= 500 && ours.abs_diff(theirs) as f64 <= 0.005 * theirs as f64,
+            "{}: {ours} commits traced, {theirs} by the workload: {err}",
+            bin.display()
+        );
+    }
+}
+
 /// MariaDB with its binlog on: a group-commit wait of 3 ms
 /// (`binlog_commit_wait_usec`, up to 20 commits) lands in the leader's
 /// group stage and in its followers' wait, not elsewhere.
@@ -139,6 +277,40 @@ fn mariadb_binlog_commit_wait_lands_in_the_binlog_group_stage() {
     // The redo's stages do not take it.
     let redo = "redo fsync (leader)";
     assert!(stage_mean(&delayed, redo) < 1000.0, "{delayed}");
+}
+
+/// `--wakeups` on MariaDB with its binlog on: its followers (the binlog
+/// group's, the redo's) are woken each on its own, so their waits take
+/// wake-ups, and the leaders are named among the wakers.
+#[test]
+fn symbolized_mariadb_followers_wakeups_are_counted() {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    let Some(bin) = symbolized_mariadbd() else {
+        return;
+    };
+    let s = managed(
+        &bin,
+        &[
+            "--wakeups",
+            "--server-option",
+            "log_bin=ON",
+            "--server-option",
+            "sync_binlog=1",
+        ],
+    );
+    let w = &s["trace"]["commit_path"]["wakeups"];
+    let (waits, wakeups, wasted) = (u(&w["waits"]), u(&w["wakeups"]), u(&w["wasted"]));
+    assert!(waits > 0 && wakeups > 0 && wasted <= wakeups, "{w}");
+    let by = w["by_waker"].as_array().unwrap();
+    let total: u64 = by.iter().map(|b| u(&b["wakeups"])).sum();
+    assert_eq!(total, wakeups, "{w}");
+    assert!(
+        by.iter()
+            .any(|b| b["waker"].as_str().unwrap().contains("leader")),
+        "{w}"
+    );
 }
 
 /// Debian's stock MariaDB (InnoDB hidden): commits at the server layer,
@@ -211,6 +383,15 @@ fn a_sweep_charts_where_the_time_goes_per_cell() {
             .map(|s| f(&s["share"]))
             .sum();
         assert!((shares - 1.0).abs() <= 0.01, "{c}");
+        // Each cell's commit by the scheduler: its three parts make its
+        // mean.
+        let x = &cp["sched"];
+        let parts = f(&x["on_cpu_us"]) + f(&x["run_queue_us"]) + f(&x["blocked_us"]);
+        assert!(f(&x["on_cpu_us"]) > 0.0, "{c}");
+        assert!(
+            (parts - f(&cp["mean_us"])).abs() <= 0.02 * f(&cp["mean_us"]),
+            "{c}"
+        );
     }
     let csv = std::fs::read_to_string(out.path().join("summary.csv")).unwrap();
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
@@ -223,6 +404,17 @@ fn a_sweep_charts_where_the_time_goes_per_cell() {
         "8 thr",
     ] {
         assert!(svg.contains(text), "no {text:?} in the chart");
+    }
+    // The same cells by the scheduler: on a CPU, waiting for one, blocked.
+    let sched = std::fs::read_to_string(out.path().join("commit_sched.svg")).unwrap();
+    for text in [
+        "by the scheduler",
+        "on a CPU",
+        "run queue",
+        "blocked",
+        "8 thr",
+    ] {
+        assert!(sched.contains(text), "no {text:?} in commit_sched.svg");
     }
     assert_clean(wd.path());
 }

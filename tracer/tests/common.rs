@@ -650,3 +650,52 @@ pub fn own_copy(bin: &Path) -> (tempfile::TempDir, std::path::PathBuf) {
     std::fs::copy(bin, &to).unwrap_or_else(|e| panic!("copy {}: {e}", bin.display()));
     (d, to)
 }
+
+/// `--commit-path`'s scheduler split in a summary's `trace`: for the
+/// commit as a whole and every stage with a mean of at least 20 µs, on
+/// CPU + run queue + blocked is the stage's mean within 2 % (blocked is
+/// the rest of the wall time: this holds the CPU and run-queue time read
+/// at the stage's ends inside its wall time), each part at least 0; and
+/// the server's threads' time from /proc is there.
+pub fn assert_sched_split(trace: &Value) {
+    let c = &trace["commit_path"];
+    let parts = |x: &Value| {
+        let (cpu, runq, blk) = (
+            f(&x["on_cpu_us"]),
+            f(&x["run_queue_us"]),
+            f(&x["blocked_us"]),
+        );
+        assert!(cpu >= 0.0 && runq >= 0.0 && blk >= 0.0, "{x}");
+        cpu + runq + blk
+    };
+    let whole = f(&c["mean_us"]);
+    let sum = parts(c);
+    assert!(
+        (sum - whole).abs() <= 0.02 * whole,
+        "the commit: {sum} of {whole}: {c}"
+    );
+    assert!(f(&c["on_cpu_us"]) > 0.0, "a commit runs on a CPU: {c}");
+    for s in c["stages"].as_array().unwrap() {
+        let mean = f(&s["mean_us"]);
+        if mean < 20.0 {
+            continue;
+        }
+        let sum = parts(s);
+        assert!(
+            (sum - mean).abs() <= 0.02 * mean,
+            "{}: {sum} of {mean}: {c}",
+            s["stage"]
+        );
+    }
+    assert!(
+        trace["server_cpu_ms"].as_f64().unwrap_or(0.0) > 0.0,
+        "{trace}"
+    );
+    assert!(trace["server_runq_ms"].as_f64().is_some(), "{trace}");
+    // Every caller runs the main command: its own clients beside them.
+    assert!(
+        trace["workload_cpu_ms"].as_f64().unwrap_or(0.0) > 0.0,
+        "{trace}"
+    );
+    assert!(trace["workload_runq_ms"].as_f64().is_some(), "{trace}");
+}

@@ -482,6 +482,40 @@ fn the_exporter_serves_a_stock_mysql_exact_and_light() {
     }
 }
 
+/// `--wakeups` on the stock MySQL at 100 clients, binlog on: its binlog
+/// followers sleep on one condition each group's end broadcasts, so their
+/// waits take wake-ups from the leaders, some wasted.
+#[test]
+fn stock_mysql_followers_are_woken_by_their_groups_leaders() {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    let args = [
+        "--threads",
+        "100",
+        "--duration",
+        "6",
+        "--commit-path",
+        "--wakeups",
+    ];
+    let (s, err, wd) = managed_summary(&stock_mysqld(), &args);
+    assert!(err.contains("--wakeups: the scheduler's"), "{err}");
+    let w = &s["trace"]["commit_path"]["wakeups"];
+    let (waits, wakeups) = (u(&w["waits"]), u(&w["wakeups"]));
+    assert!(waits > 0 && wakeups >= waits, "{w}");
+    assert!(w["wasted"].as_u64().is_some(), "{w}");
+    assert!(f(&w["wake_to_run_p50_us"]) > 0.0, "{w}");
+    let by: Vec<&str> = w["by_waker"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["waker"].as_str().unwrap())
+        .collect();
+    assert!(by.contains(&"its group's leader"), "{w}");
+    assert_sched_split(&s["trace"]);
+    assert_clean(wd.path());
+}
+
 /// `--commit-path` on the stock MySQL (binlog on): commits split into the
 /// binlog's stages, the redo's and the followers' wait; a sync delay of
 /// 3 ms lands in the sync leader's wait.
@@ -492,6 +526,7 @@ fn stock_mysql_commit_path_has_the_binlog_stages_and_the_sync_delay() {
         return;
     };
     let check = |s: &Value| -> Vec<(String, f64)> {
+        assert_sched_split(&s["trace"]);
         let c = &s["trace"]["commit_path"];
         let commits = u(&s["workload"]["commits"]);
         assert!(within(u(&c["commits"]), commits, 1.0), "{s}");

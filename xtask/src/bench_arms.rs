@@ -29,6 +29,13 @@ pub enum Arm {
     /// entry and return and the redo write's return (opt-in: its cost is
     /// measured and said, not held to a bar).
     TraceCommitPath,
+    /// `trace --commit-path --no-sched-split`: the commit path without the
+    /// stages' scheduler split (what the split costs is the difference
+    /// from `trace-commit-path` in the same run).
+    TraceCommitPathNoSplit,
+    /// `trace --commit-path --wakeups`: with the scheduler's wake-up and
+    /// switch tracepoints.
+    TraceCommitPathWakeups,
     /// The exporter as it runs by default: light probes, and exact
     /// windows for 1/30 of the time (10 s every 300 s there; 0.1 s every
     /// 3 s here, so each measured window holds one), scraped every second.
@@ -63,6 +70,8 @@ impl Arm {
             Arm::TraceIo => "trace --io",
             Arm::Light => "trace --probes light",
             Arm::TraceCommitPath => "trace --commit-path",
+            Arm::TraceCommitPathNoSplit => "trace --commit-path --no-sched-split",
+            Arm::TraceCommitPathWakeups => "trace --commit-path --wakeups",
             Arm::Exporter => "exporter (light + windows)",
             Arm::ExporterNoWindows => "exporter --window-every 0",
             Arm::ExporterWindow => "exporter in an exact window",
@@ -77,7 +86,12 @@ impl Arm {
             Arm::Trace if anatomy => Some(0.95),
             Arm::Trace | Arm::ExporterExact => Some(0.98),
             Arm::Light | Arm::Exporter | Arm::ExporterNoWindows => Some(ALWAYS_ON),
-            Arm::Bpftrace | Arm::TraceIo | Arm::ExporterWindow | Arm::TraceCommitPath => None,
+            Arm::Bpftrace
+            | Arm::TraceIo
+            | Arm::ExporterWindow
+            | Arm::TraceCommitPath
+            | Arm::TraceCommitPathNoSplit
+            | Arm::TraceCommitPathWakeups => None,
         }
     }
 
@@ -86,7 +100,9 @@ impl Arm {
         match self {
             Arm::Bpftrace => "the peer: no bar",
             Arm::TraceIo => "its bar is on its ratio over trace's, below",
-            Arm::TraceCommitPath => "opt-in: its cost is said, not held to a bar",
+            Arm::TraceCommitPath | Arm::TraceCommitPathNoSplit | Arm::TraceCommitPathWakeups => {
+                "opt-in: its cost is said, not held to a bar"
+            }
             Arm::ExporterWindow => {
                 "a part of the default schedule: its bar is on the composition, below"
             }
@@ -138,6 +154,8 @@ pub fn attach(
         Arm::TraceIo => trace(&["--json", "--no-write-timing", "--io"]),
         Arm::Light => trace(&["--json", "--probes", "light"]),
         Arm::TraceCommitPath => trace(&["--json", "--commit-path"]),
+        Arm::TraceCommitPathNoSplit => trace(&["--json", "--commit-path", "--no-sched-split"]),
+        Arm::TraceCommitPathWakeups => trace(&["--json", "--commit-path", "--wakeups"]),
         Arm::Exporter => Ok(Attached::Ours(Scraped::start(
             cs,
             pid,

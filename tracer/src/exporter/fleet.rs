@@ -238,7 +238,13 @@ impl Fleet {
                 continue;
             }
             let start = SystemTime::now();
-            let base = a.probes.open_window().and_then(|()| a.probes.read());
+            // The base before the window's probes: a commit that ends
+            // between their attach and a later read would be left out of
+            // the window it was timed in.
+            let base = a
+                .probes
+                .read()
+                .and_then(|b| a.probes.open_window().map(|()| b));
             match base {
                 Ok(b) => {
                     a.window = Some((start, b));
@@ -471,13 +477,21 @@ pub fn attach(
         tier: opts.tier,
         io: false,
         commit_path: opts.commit_path,
+        wakeups: false,
+        sched_split: true,
         semi_sync_wait: None,
     };
     let plan = Plan::new(&target)?;
     let probes = Probes::attach(&target, plan)?;
     if opts.commit_path && !probes.commit_path {
-        if let Some(why) = crate::probes::cost::commit_path_line(true, false) {
+        if let Some(why) = crate::probes::cost::commit_path_line(true, false, &probes.sched_split) {
             eprintln!("commitscope: pid {pid}: {why}");
+        }
+    }
+    // A kernel that cannot split the stages: said once per server.
+    if let crate::probes::sched_split::SplitState::Unavailable(_) = &probes.sched_split {
+        if let Some(why) = probes.sched_split.describe() {
+            eprintln!("commitscope: pid {pid}: --commit-path: {why}");
         }
     }
     let legend = crate::legend::legend(&probes, &target);

@@ -717,6 +717,28 @@ fn window_commit_path(
                 .into_iter()
                 .filter_map(move |(k, us)| Some((with(&l, "stat", k), secs(us)?)))
         }),
+    )?;
+    family(
+        enc,
+        "commitscope_window_commit_sched_time",
+        "The last exact window's mean time per commit inside the server by the scheduler's accounting: on a CPU, runnable on a run queue, blocked (the three sum to the mean)",
+        Some(&Unit::Seconds),
+        cp.iter().flat_map(|(v, c)| {
+            sched_states(c.sched)
+                .into_iter()
+                .map(move |(k, us)| (with(&labels(v), "state", k), ConstGauge::new(us / 1e6)))
+        }),
+    )?;
+    family(
+        enc,
+        "commitscope_window_commit_stage_sched_time",
+        "The same per stage, per commit that spent time in it (the three sum to the stage's mean)",
+        Some(&Unit::Seconds),
+        stages().flat_map(|(l, s)| {
+            sched_states(s.sched)
+                .into_iter()
+                .map(move |(k, us)| (with(&l, "state", k), ConstGauge::new(us / 1e6)))
+        }),
     )
 }
 
@@ -879,6 +901,18 @@ pub fn classic(openmetrics: &str) -> String {
         out.push_str(&format!("# {kind} {name} {tail}\n"));
     }
     out
+}
+
+/// A mean's split by the scheduler as `state` label values and µs (none
+/// without the split).
+fn sched_states(x: Option<crate::commit_path::SchedSplit>) -> Vec<(&'static str, f64)> {
+    x.map_or_else(Vec::new, |x| {
+        vec![
+            ("cpu", x.on_cpu_us),
+            ("runq", x.run_queue_us),
+            ("blocked", x.blocked_us),
+        ]
+    })
 }
 
 #[cfg(test)]

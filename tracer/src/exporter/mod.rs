@@ -191,6 +191,11 @@ pub fn run(args: ExporterArgs) -> Result<()> {
             "the exporter measures --commit-path inside its exact windows, on the light tier: drop --probes exact (or run `commitscope trace --commit-path --pid PID` beside it)".into(),
         ));
     }
+    if args.probes.wakeups {
+        return Err(Error::Usage(
+            "--wakeups is for trace and the main command, not yet the exporter: run `commitscope trace --commit-path --wakeups --pid PID` beside it".into(),
+        ));
+    }
     if args.probes.io {
         return Err(Error::Usage(
             "--io is for trace, the main command and sweep, not the exporter: run `commitscope trace --io --pid PID` beside it".into(),

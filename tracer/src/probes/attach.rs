@@ -16,9 +16,11 @@ use super::{
     binlog, clock, ebpf_log, io,
     kernel::{self, KernelAttach},
     plan::{site_readable, AckAt, AckPlan, Plan, Target, WaitPoint, WriteProbe},
+    sched_split,
     symbols::Resolved,
     tier::Tier,
     uprobe::{attach_uprobe, loaded_uprobe},
+    wakeups,
 };
 use crate::{
     error::{Error, Result},
@@ -73,6 +75,12 @@ pub struct Probes {
     /// The commit path is counted (`--commit-path`): its span probes are
     /// attached (exact tier), or go on with each exact window (light).
     pub commit_path: bool,
+    /// Whether the commit path's stages are split by the scheduler's
+    /// accounting, or why not.
+    pub sched_split: sched_split::SplitState,
+    /// `--wakeups`: the scheduler tracepoints count the followers'
+    /// wake-ups.
+    pub wakeups: bool,
     /// The span probes' attachments so far (`CP_GEN`'s last value).
     pub(super) cp_generation: u64,
     /// The semi-sync hooks probed (light: in its exact windows; none: no
@@ -313,6 +321,49 @@ impl Probes {
         let commit_at = plan.commit.as_ref().filter(|_| target.commit_path);
         let commit_path = u32::from(commit_at.is_some());
         loader.override_global(g::COMMIT_PATH, &commit_path, true);
+        // Each stage's split by the thread's scheduler accounting, where
+        // the kernel's BTF says where that accounting is.
+        let sched_split = sched_split::SplitState::for_run(commit_path != 0 && target.sched_split);
+        let offsets = sched_split.offsets();
+        let split_on = u32::from(offsets.is_some());
+        let o = offsets.unwrap_or(sched_split::TaskOffsets {
+            sum_exec_runtime: 0,
+            exec_start: 0,
+            run_delay: 0,
+            cfs_rq: 0,
+            cfs_rq_rq: 0,
+            rq_clock: 0,
+            rq_clock_task: 0,
+        });
+        loader
+            .override_global(g::SCHED_SPLIT, &split_on, true)
+            .override_global(g::TASK_SUM_EXEC_OFF, &o.sum_exec_runtime, true)
+            .override_global(g::TASK_EXEC_START_OFF, &o.exec_start, true)
+            .override_global(g::TASK_RUN_DELAY_OFF, &o.run_delay, true)
+            .override_global(g::TASK_CFS_RQ_OFF, &o.cfs_rq, true)
+            .override_global(g::CFS_RQ_RQ_OFF, &o.cfs_rq_rq, true)
+            .override_global(g::RQ_CLOCK_OFF, &o.rq_clock, true)
+            .override_global(g::RQ_CLOCK_TASK_OFF, &o.rq_clock_task, true);
+        // The followers' wake-ups: the scheduler tracepoints' layout.
+        let wake_layout = if target.wakeups && commit_path != 0 {
+            kernel::ensure_tracefs()?;
+            Some(
+                wakeups::layout(Path::new(kernel::TRACEFS)).map_err(|detail| Error::Attach {
+                    what: "--wakeups: the scheduler tracepoints".into(),
+                    detail,
+                })?,
+            )
+        } else {
+            None
+        };
+        let wake_on = u32::from(wake_layout.is_some());
+        loader.override_global(g::WAKEUPS, &wake_on, true);
+        if let Some(l) = &wake_layout {
+            loader
+                .override_global(g::WAKEUP_PID_OFF, &l.wakeup_pid, true)
+                .override_global(g::SWITCH_PREV_STATE_OFF, &l.switch_prev_state, true)
+                .override_global(g::SWITCH_NEXT_PID_OFF, &l.switch_next_pid, true);
+        }
         set_pred(
             &mut loader,
             [g::PRED_A_ARG, g::PRED_A_OP, g::PRED_A_MASK, g::PRED_A_VALUE],
@@ -451,6 +502,11 @@ impl Probes {
                 note("replica ack", "uprobe", at, at.file_offset, None);
             })?;
         }
+        // The wake-ups' tracepoints before the spans: every wait opened
+        // has them counting.
+        if wake_on != 0 {
+            wakeups::attach(&mut ebpf)?;
+        }
         let mut cp_generation = 0;
         if let Some(at) = commit_at.filter(|_| target.tier.per_commit()) {
             cp_generation = 1;
@@ -461,6 +517,8 @@ impl Probes {
         let mut p = Probes {
             binlog,
             commit_path: commit_path != 0,
+            sched_split,
+            wakeups: wake_on != 0,
             cp_generation,
             ack,
             ebpf,

@@ -57,11 +57,24 @@ pub const COMMIT_PATH_COST: &str = "--commit-path traps on every commit's entry 
 /// so its cost is the window's share of the time.
 pub const COMMIT_PATH_WINDOW_COST: &str = "--commit-path: each exact window also traps on every commit's entry and return; inside a window that keeps about 0.93 of the untraced throughput at 100 clients on MariaDB 10.11 (docs/overhead.md), times the window's share of the time";
 
-/// The line said when the commit path is on (`attached`), or why it is
-/// not where it was asked for.
-pub fn commit_path_line(asked: bool, attached: bool) -> Option<String> {
+/// What `--wakeups` costs, said when it starts: unlike every other probe
+/// of this tool, its two tracepoints run on every wake-up and context
+/// switch of the host, not only the server's.
+pub const WAKEUPS_COST: &str = "--wakeups: the scheduler's sched_wakeup and sched_switch tracepoints run on every wake-up and context switch of the host (a map lookup each), beside the commit path's probes (docs/overhead.md)";
+
+/// The line said when the commit path is on (`attached`), with whether
+/// its stages are split by the scheduler's accounting (`split`), or why
+/// it is not where it was asked for.
+pub fn commit_path_line(
+    asked: bool,
+    attached: bool,
+    split: &super::sched_split::SplitState,
+) -> Option<String> {
     match (asked, attached) {
-        (true, true) => Some(COMMIT_PATH_COST.to_string()),
+        (true, true) => Some(match split.describe() {
+            Some(s) => format!("{COMMIT_PATH_COST}; {s}"),
+            None => COMMIT_PATH_COST.to_string(),
+        }),
         (true, false) => Some(
             "--commit-path: the binary has no out-of-line ha_commit_trans to time commits by: no commit path in this run"
                 .to_string(),

@@ -360,7 +360,7 @@ pub fn layout(tracefs: &Path) -> Result<Layout, String> {
 }
 
 /// `(name, offset)` of each field of a tracepoint `format` file.
-fn format_fields(format: &str) -> Vec<(String, u32)> {
+pub(super) fn format_fields(format: &str) -> Vec<(String, u32)> {
     format
         .lines()
         .filter_map(|l| {

@@ -257,7 +257,7 @@ fn attach_functions(ebpf: &mut Ebpf, kind: FsyncProbe) -> std::result::Result<St
     Err(refused.join("; "))
 }
 
-fn tracepoint<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut TracePoint> {
+pub(super) fn tracepoint<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut TracePoint> {
     let attach_err = |detail: String| Error::Attach {
         what: format!("eBPF program {name}"),
         detail,

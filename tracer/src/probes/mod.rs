@@ -17,11 +17,13 @@ pub mod plan;
 pub mod profiles;
 pub mod prologue;
 pub mod read;
+pub mod sched_split;
 pub mod settle;
 pub mod snapshot;
 pub mod symbols;
 pub mod tier;
 pub mod uprobe;
+pub mod wakeups;
 
 pub use attach::{ebpf_object, AttachedProbe, Probes, WindowLinks};
 pub use plan::{Plan, Target, WriteProbe};

@@ -41,6 +41,11 @@ pub struct Target {
     /// `--commit-path`: each commit's time, stage by stage (needs
     /// `write_timing` and `anatomy` for the redo's stages).
     pub commit_path: bool,
+    /// `--wakeups`: the followers' wake-ups, inside the commit path.
+    pub wakeups: bool,
+    /// The commit path's stages split by the scheduler's accounting
+    /// (off: `--no-sched-split`).
+    pub sched_split: bool,
     /// A semi-sync source's wait point, where the run knows it (its own
     /// managed pair): MySQL's other hook is then left unprobed.
     pub semi_sync_wait: Option<WaitPoint>,

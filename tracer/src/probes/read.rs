@@ -73,6 +73,10 @@ impl Probes {
                 stage_ns: c.stage_ns,
                 stage_hist: c.stage_hist.map(|h| h.buckets),
                 lost: c.lost,
+                total_cpu_ns: c.total_cpu_ns,
+                total_runq_ns: c.total_runq_ns,
+                stage_cpu_ns: c.stage_cpu_ns,
+                stage_runq_ns: c.stage_runq_ns,
             });
         }
         Ok(out)
@@ -132,6 +136,10 @@ impl Probes {
         snap.binlog_sizes = self.sizes(maps::BINLOG_SIZES)?;
         if self.commit_path {
             snap.commit_path = Some(self.commit_totals()?);
+        }
+        snap.threads = crate::sched_time::ThreadTimes::read(self.pid);
+        if self.wakeups {
+            snap.wakeups = Some(super::wakeups::read(&self.ebpf)?);
         }
         if self.binlog {
             let leaders: HashMap<_, u64, u64> = HashMap::try_from(

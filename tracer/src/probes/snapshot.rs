@@ -26,6 +26,12 @@ pub struct Snapshot {
     pub commits: u64,
     /// `--commit-path`: the commits' totals (None where not attached).
     pub commit_path: Option<CommitTotals>,
+    /// The server's threads' CPU and run-queue time at this read, from
+    /// /proc (no probe; empty where unreadable). Not carried across a
+    /// restart: the new server's threads count from their start.
+    pub threads: crate::sched_time::ThreadTimes,
+    /// `--wakeups`: the followers' waits and their wake-ups.
+    pub wakeups: Option<super::wakeups::WakeTotals>,
 }
 
 /// The kernel's `CommitStats` summed over CPUs.
@@ -39,6 +45,12 @@ pub struct CommitTotals {
     pub stage_ns: [u64; CP_STAGES],
     pub stage_hist: [[u64; HIST_BUCKETS]; CP_STAGES],
     pub lost: u64,
+    /// Of the commits' and each stage's time, the committing threads' CPU
+    /// and run-queue time (zeros without the scheduler split).
+    pub total_cpu_ns: u64,
+    pub total_runq_ns: u64,
+    pub stage_cpu_ns: [u64; CP_STAGES],
+    pub stage_runq_ns: [u64; CP_STAGES],
 }
 
 impl Default for CommitTotals {
@@ -51,6 +63,10 @@ impl Default for CommitTotals {
             stage_ns: [0; CP_STAGES],
             stage_hist: [[0; HIST_BUCKETS]; CP_STAGES],
             lost: 0,
+            total_cpu_ns: 0,
+            total_runq_ns: 0,
+            stage_cpu_ns: [0; CP_STAGES],
+            stage_runq_ns: [0; CP_STAGES],
         }
     }
 }
@@ -64,11 +80,15 @@ impl CommitTotals {
         for k in 0..CP_STAGES {
             self.stage_commits[k] += o.stage_commits[k];
             self.stage_ns[k] += o.stage_ns[k];
+            self.stage_cpu_ns[k] += o.stage_cpu_ns[k];
+            self.stage_runq_ns[k] += o.stage_runq_ns[k];
             for (a, b) in self.stage_hist[k].iter_mut().zip(o.stage_hist[k]) {
                 *a += b;
             }
         }
         self.lost += o.lost;
+        self.total_cpu_ns += o.total_cpu_ns;
+        self.total_runq_ns += o.total_runq_ns;
     }
 }
 
@@ -84,6 +104,8 @@ impl Default for Snapshot {
             binlog_leaders: HashMap::new(),
             commits: 0,
             commit_path: None,
+            threads: Default::default(),
+            wakeups: None,
         }
     }
 }
@@ -136,6 +158,9 @@ impl Snapshot {
         self.commits += other.commits;
         if let Some(o) = &other.commit_path {
             self.commit_path.get_or_insert_with(Default::default).add(o);
+        }
+        if let Some(o) = &other.wakeups {
+            self.wakeups.get_or_insert_with(Default::default).add(o);
         }
         for (fd, t) in &other.fds {
             let e = self.fds.entry(*fd).or_default();

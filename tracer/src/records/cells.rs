@@ -105,6 +105,11 @@ pub struct CellCommitPath {
     pub mean_us: Option<f64>,
     pub p99_us: Option<f64>,
     pub shares: Vec<StageShare>,
+    /// The commits' mean split by the scheduler (on a CPU, on a run
+    /// queue, blocked), µs; absent without the split (and in cells
+    /// recorded before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched: Option<crate::commit_path::SchedSplit>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -127,6 +132,7 @@ impl CellCommitPath {
                     share: s.share.unwrap_or(0.0),
                 })
                 .collect(),
+            sched: c.sched,
         }
     }
 

@@ -120,43 +120,93 @@ pub fn write_all(dir: &Path, g: &Grid, workload: &str) -> Result<Vec<PathBuf>> {
         crate::outfile::write(&path, svg.as_bytes())?;
         out.push(path);
     }
-    let bars = split_bars(g);
-    if !bars.is_empty() {
-        let path = dir.join("fsync_split.svg");
+    let stacked = [
+        (
+            "fsync_split.svg",
+            Stack {
+                title: format!("{workload}: what a redo fsync waits for, per cell"),
+                y_desc: "mean redo fsync (µs)",
+                parts: [
+                    "device (its own requests, cache flushes)",
+                    "journal",
+                    "other (journal wait, queueing, CPU)",
+                ]
+                .map(String::from)
+                .to_vec(),
+                keys: column_keys(g),
+                fixed_top: None,
+            },
+            split_bars(g),
+        ),
+        {
+            let (parts, bars) = path_bars(g);
+            (
+                "commit_path.svg",
+                Stack {
+                    title: format!(
+                        "{workload}: where a commit's time goes in the server, per cell"
+                    ),
+                    y_desc: "share of the commits' time in the server (%)",
+                    parts,
+                    keys: column_keys(g),
+                    fixed_top: Some(100.0),
+                },
+                bars,
+            )
+        },
+        (
+            "commit_sched.svg",
+            Stack {
+                title: format!(
+                    "{workload}: a commit's time in the server by the scheduler, per cell"
+                ),
+                y_desc: "mean commit in the server (µs)",
+                parts: [
+                    "on a CPU",
+                    "run queue (waiting for a CPU)",
+                    "blocked (I/O, locks, wake-ups)",
+                ]
+                .map(String::from)
+                .to_vec(),
+                keys: column_keys(g),
+                fixed_top: None,
+            },
+            sched_bars(g),
+        ),
+    ];
+    for (file, stack, bars) in stacked {
+        if bars.is_empty() {
+            continue;
+        }
+        let path = dir.join(file);
         let mut svg = String::new();
-        let stack = Stack {
-            title: format!("{workload}: what a redo fsync waits for, per cell"),
-            y_desc: "mean redo fsync (µs)",
-            parts: [
-                "device (its own requests, cache flushes)",
-                "journal",
-                "other (journal wait, queueing, CPU)",
-            ]
-            .map(String::from)
-            .to_vec(),
-            keys: column_keys(g),
-            fixed_top: None,
-        };
-        draw_stacked(&mut svg, &stack, &bars).map_err(draw_err(&path))?;
-        crate::outfile::write(&path, svg.as_bytes())?;
-        out.push(path);
-    }
-    let (parts, bars) = path_bars(g);
-    if !bars.is_empty() {
-        let path = dir.join("commit_path.svg");
-        let mut svg = String::new();
-        let stack = Stack {
-            title: format!("{workload}: where a commit's time goes in the server, per cell"),
-            y_desc: "share of the commits' time in the server (%)",
-            parts,
-            keys: column_keys(g),
-            fixed_top: Some(100.0),
-        };
         draw_stacked(&mut svg, &stack, &bars).map_err(draw_err(&path))?;
         crate::outfile::write(&path, svg.as_bytes())?;
         out.push(path);
     }
     Ok(out)
+}
+
+/// `--commit-path` cells with the scheduler split, in table order: the
+/// commits' mean on a CPU, on a run queue and blocked.
+fn sched_bars(g: &Grid) -> Vec<Bar> {
+    let mut out = Vec::new();
+    for &row in &g.rows {
+        for (ci, col) in g.columns.iter().enumerate() {
+            let Some(x) = g
+                .get(row, ci)
+                .and_then(|r| r.commit_path.as_ref())
+                .and_then(|c| c.sched)
+            else {
+                continue;
+            };
+            out.push((
+                bar_label(g, row.1, ci, col),
+                vec![x.on_cpu_us, x.run_queue_us, x.blocked_us],
+            ));
+        }
+    }
+    out
 }
 
 /// One cell's bar: its label and its parts, stacked in order.
@@ -257,8 +307,9 @@ struct Stack {
 }
 
 /// A stacked bar per cell: `fsync_split.svg` (device, journal, other, so
-/// that flush methods, filesystems or disks compare side by side) and
-/// `commit_path.svg` (each stage's share of a commit, as clients grow).
+/// that flush methods, filesystems or disks compare side by side),
+/// `commit_path.svg` (each stage's share of a commit, as clients grow) and
+/// `commit_sched.svg` (a commit on a CPU, on a run queue, blocked).
 fn draw_stacked(svg: &mut String, s: &Stack, bars: &[Bar]) -> std::result::Result<(), String> {
     let e = |e: &dyn std::fmt::Display| e.to_string();
     let root = SVGBackend::with_string(svg, SIZE).into_drawing_area();

@@ -70,6 +70,13 @@ fn columns() -> Vec<&'static str> {
         "server_ack_waits",
         "server_ack_wait_us",
         "semi_sync_off",
+        // The commit's mean split by the scheduler (`--commit-path`),
+        // and the server's threads from /proc.
+        "cp_on_cpu_us",
+        "cp_run_queue_us",
+        "cp_blocked_us",
+        "server_cpu_ms",
+        "server_runq_ms",
     ]);
     c
 }
@@ -184,6 +191,16 @@ pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
     row.push(cell(j.server_acks.map(|a| a.waits)));
     row.push(cell(j.server_acks.map(|a| a.wait_us)));
     row.push(u8::from(j.semi_sync_off).to_string());
+    let x = c.and_then(|c| c.sched);
+    for v in [
+        x.map(|x| x.on_cpu_us),
+        x.map(|x| x.run_queue_us),
+        x.map(|x| x.blocked_us),
+        t.and_then(|t| t.server_cpu_ms),
+        t.and_then(|t| t.server_runq_ms),
+    ] {
+        row.push(cell(v.map(|v| format!("{v:.1}"))));
+    }
     row
 }
 

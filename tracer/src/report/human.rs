@@ -82,7 +82,10 @@ pub(crate) fn anatomy_cells(a: Option<&crate::sample::Anatomy>) -> String {
 /// The header of [`commit_path_cells`], or nothing without `--commit-path`.
 pub(crate) fn commit_path_header(on: bool) -> String {
     if on {
-        format!("  {:>8}  {:>16}", "cp_us", "cp_top")
+        format!(
+            "  {:>8}  {:>16}  {:>4}  {:>5}",
+            "cp_us", "cp_top", "cpu%", "runq%"
+        )
     } else {
         String::new()
     }
@@ -98,7 +101,17 @@ pub(crate) fn commit_path_cells(on: bool, c: Option<&crate::commit_path::CommitP
         || "-".into(),
         |s| format!("{} {:.0}%", s.short, s.share.unwrap_or(0.0) * 100.0),
     );
-    format!("  {:>8}  {:>16}", opt_f(c.and_then(|c| c.mean_us), 0), top)
+    // Of the commit's time, on a CPU and waiting for one ("-" without
+    // the scheduler split).
+    let shares = c.and_then(|c| c.sched).map(|x| x.shares());
+    let pct = |k: usize| shares.map_or_else(|| "-".into(), |s| format!("{:.0}", s[k] * 100.0));
+    format!(
+        "  {:>8}  {:>16}  {:>4}  {:>5}",
+        opt_f(c.and_then(|c| c.mean_us), 0),
+        top,
+        pct(0),
+        pct(1)
+    )
 }
 
 /// The header of [`binlog_cells`], or nothing without the binlog probes.
@@ -461,8 +474,38 @@ pub fn probe_totals(out: &mut impl Write, l: &Legend, t: &Interval) {
     anatomy_block(out, l, t);
     super::binlog_block::write(out, t.binlog.as_ref());
     super::commit_path_block::write(out, t.commit_path.as_ref());
+    server_threads(out, t);
     super::replication_block::write_waits(out, t.replication.as_ref());
     io_block(out, t);
+}
+
+/// The server's threads by the scheduler (/proc, no probe): after the
+/// commit path, the measured reason a client waits longer than its
+/// commit does inside the server.
+fn server_threads(out: &mut impl Write, t: &Interval) {
+    threads_line(out, "server_threads", t.server_cpu_ms, t.server_runq_ms);
+    // The main command's clients beside them, on the same CPUs.
+    threads_line(out, "client_threads", t.workload_cpu_ms, t.workload_runq_ms);
+}
+
+/// One process's threads: on-CPU and run-queue time, and the share of
+/// their runnable time spent waiting for a CPU.
+fn threads_line(out: &mut impl Write, name: &str, cpu: Option<f64>, runq: Option<f64>) {
+    let (Some(cpu), Some(runq)) = (cpu, runq) else {
+        return;
+    };
+    let waiting = if cpu + runq > 0.0 {
+        format!(
+            " ({:.0} % of their runnable time waiting for a CPU)",
+            runq / (cpu + runq) * 100.0
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "{name:<14} on CPU {cpu:.0} ms  run queue {runq:.0} ms{waiting}"
+    );
 }
 
 #[cfg(test)]

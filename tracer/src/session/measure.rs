@@ -11,6 +11,7 @@ use crate::{
     probes::cost,
     records::run::{EndReason, RunSink, RunSummary},
     sample::{Joined, ProbeSampler},
+    sched_time::{SchedTime, ThreadTimes},
     server::{commits, managed::Managed, process, status},
 };
 
@@ -60,6 +61,13 @@ impl Stage {
             (Some(_), Some(c)) => status::semi_sync(c).await.ok().flatten(),
             _ => None,
         };
+        // This process's threads (the workload's clients, the collector),
+        // as the scheduler saw them: at the last tick, and summed over the
+        // measured ticks (tick by tick: the clients' threads are gone by
+        // the time the run's totals are made, and their time with them).
+        let own = || ThreadTimes::read(std::process::id());
+        let mut own_prev = own();
+        let mut own_total = SchedTime::default();
         let mut engine = Driver::start(m.cfg.clone())?;
         let warmup = m.cfg.warmup.as_secs_f64();
         let mut base_marked = warmup <= 0.0;
@@ -96,10 +104,17 @@ impl Stage {
                         false => None,
                     };
                     let w = engine.sample()?;
-                    let t = match (&mut sampler, &self.probes) {
+                    let mut t = match (&mut sampler, &self.probes) {
                         (Some(s), Some(p)) => Some(s.tick_with(p, n)?),
                         _ => None,
                     };
+                    let own_now = own();
+                    let own_tick = own_now.since(&own_prev);
+                    if let Some(t) = t.as_mut() {
+                        t.set_workload_threads(own_tick);
+                    }
+                    own_total += own_tick;
+                    own_prev = own_now;
                     let elapsed = w.elapsed_s;
                     if let (Some(t), Some(p), false) = (&t, &self.probes, cost_said) {
                         cost_said = true;
@@ -159,6 +174,7 @@ impl Stage {
                         if let Some(s) = sampler.as_mut() {
                             s.mark_base();
                         }
+                        own_total = SchedTime::default();
                         before = status::read(self.control()?).await?;
                         base_marked = true;
                     }
@@ -191,15 +207,22 @@ impl Stage {
                 _ = stop.wait() => break EndReason::Interrupted,
             }
         };
+        // The clients' last part, while their threads are still there.
+        let own_end = own();
+        let own_last = own_end.since(&own_prev);
+        own_total += own_last;
         let (last, wsum) = engine.stop()?;
         let n = match light {
             true => commits::read_on(self.control()?).await.ok(),
             false => None,
         };
-        let t = match (&mut sampler, &self.probes) {
+        let mut t = match (&mut sampler, &self.probes) {
             (Some(s), Some(p)) => Some(s.tick_with(p, n)?),
             _ => None,
         };
+        if let Some(t) = t.as_mut() {
+            t.set_workload_threads(own_last);
+        }
         // The residual after the last tick (the workers finishing their
         // statements while they stop) is in the totals; it gets a line of
         // its own only when it is a real fraction of an interval.
@@ -212,6 +235,9 @@ impl Stage {
             status::read(self.control()?).await?
         };
         let mut totals = sampler.as_ref().map(ProbeSampler::totals);
+        if let Some(t) = totals.as_mut() {
+            t.set_workload_threads(own_total);
+        }
         if let Some(b) = totals.as_mut().and_then(|t| t.binlog.as_mut()) {
             b.check_commits(wsum.commits);
         }

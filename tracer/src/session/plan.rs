@@ -84,6 +84,8 @@ impl StagePlan {
         if !trace {
             let probe_only = [
                 (probes.commit_path, "--commit-path"),
+                (probes.wakeups, "--wakeups"),
+                (probes.no_sched_split, "--no-sched-split"),
                 (probes.io, "--io"),
                 (probes.anatomy, "--anatomy"),
                 (probes.tier.is_some(), "--probes"),

@@ -81,6 +81,8 @@ pub async fn setup(plan: &StagePlan, shape: Shape, stop: &Stop, ph: &Phases) -> 
                         tier: plan.tier,
                         io: false,
                         commit_path: false,
+                        wakeups: false,
+                        sched_split: false,
                         semi_sync_wait: None,
                     })?)
                 } else {
@@ -274,6 +276,8 @@ impl Attach {
             tier: self.probe_args.tier_or(crate::probes::tier::Tier::Exact),
             io: self.probe_args.io,
             commit_path: self.probe_args.commit_path,
+            wakeups: self.probe_args.wakeups,
+            sched_split: !self.probe_args.no_sched_split,
             semi_sync_wait: self.semi_sync_wait,
         };
         let probes = ph
@@ -295,11 +299,17 @@ impl Attach {
         {
             eprintln!("commitscope: {line}");
         }
-        if let Some(line) =
-            crate::probes::cost::commit_path_line(target.commit_path, probes.commit_path)
-                .filter(|_| first)
+        if let Some(line) = crate::probes::cost::commit_path_line(
+            target.commit_path,
+            probes.commit_path,
+            &probes.sched_split,
+        )
+        .filter(|_| first)
         {
             eprintln!("commitscope: {line}");
+            if probes.wakeups {
+                eprintln!("commitscope: {}", crate::probes::cost::WAKEUPS_COST);
+            }
         }
         let legend = crate::legend::legend(&probes, &target);
         Ok((probes, legend))
