@@ -93,7 +93,9 @@ fn version(json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// clap's help and version as clap prints them; its errors as one line.
+/// clap's help and version as clap prints them; its errors as one line
+/// that keeps everything the parser said above its usage: the missing
+/// argument's name, the allowed values, a similar argument's tip.
 fn usage_error(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
@@ -102,20 +104,36 @@ fn usage_error(e: clap::Error) -> ExitCode {
         | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
         _ => {
             let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            // clap's "tip: a similar argument exists" is worth keeping.
-            let tips: Vec<&str> = text
-                .lines()
-                .filter_map(|l| l.trim().strip_prefix("tip: "))
-                .collect();
-            let tips = if tips.is_empty() {
-                String::new()
-            } else {
-                format!("; {}", tips.join("; "))
-            };
-            eprintln!("commitscope: error: {first}{tips} (see --help)");
+            let line = one_line(&text);
+            eprintln!("commitscope: error: {line} (see --help)");
             ExitCode::from(2)
         }
     }
+}
+
+/// A parser's message folded into one line: its lines above `Usage:`,
+/// trimmed, joined by spaces, a `tip:` after a `;`.
+fn one_line(text: &str) -> String {
+    let mut out = String::new();
+    for l in text
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+    {
+        let l = l.strip_prefix("error: ").unwrap_or(l);
+        if out.is_empty() {
+            out.push_str(l);
+        } else if let Some(tip) = l.strip_prefix("tip: ") {
+            out.push_str("; ");
+            out.push_str(tip);
+        } else {
+            out.push(' ');
+            out.push_str(l);
+        }
+    }
+    if out.is_empty() {
+        out.push_str("invalid arguments");
+    }
+    out
 }

@@ -52,7 +52,23 @@ struct Report {
     points: Vec<Point>,
     symbol_source: String,
     fallback: Option<String>,
+    /// `--server-version` said one thing, the binary's own `--version`
+    /// another: the probes follow the flag, and the user is told.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    contradiction: Option<String>,
     seconds: f64,
+}
+
+/// `--server-version` against the binary's own version: a line when their
+/// flavors differ (a MariaDB binary called MySQL 5.6 gets the wrong rows).
+fn contradiction(given: Option<crate::family::ServerId>, exe: &std::path::Path) -> Option<String> {
+    let given = given?;
+    let own = profiles::detect(exe)?;
+    (given.flavor != own.flavor).then(|| {
+        format!(
+            "--server-version says {given}, but the binary says it is {own}: the probes follow --server-version; drop it to use the binary's own"
+        )
+    })
 }
 
 pub fn run(args: &ProbesArgs) -> Result<()> {
@@ -67,12 +83,12 @@ pub fn run(args: &ProbesArgs) -> Result<()> {
         server,
         fsync_probe: args.probes.fsync_probe,
         write_timing: true,
-        anatomy: false,
+        anatomy: args.probes.anatomy,
         tier: args.probes.tier_or(crate::probes::tier::Tier::Exact),
-        io: false,
-        commit_path: false,
-        wakeups: false,
-        sched_split: false,
+        io: args.probes.io,
+        commit_path: args.probes.commit_path,
+        wakeups: args.probes.wakeups,
+        sched_split: args.probes.commit_path && !args.probes.no_sched_split,
         semi_sync_wait: None,
     })?;
     let seconds = t0.elapsed().as_secs_f64();
@@ -88,6 +104,29 @@ pub fn run(args: &ProbesArgs) -> Result<()> {
     // Where `--commit-path` opens and closes each commit's span.
     if let Some(c) = &plan.commit {
         points.push(point("commit", c));
+    }
+    // The binlog's group commit: its groups and members are counted
+    // wherever the binary has these; `--commit-path` times its stages.
+    if let Some(b) = &plan.binlog {
+        let stages = [
+            Some(&b.flush_open),
+            Some(&b.member),
+            Some(&b.write),
+            b.group_close.as_ref().map(|(r, _)| r),
+            b.sync.as_ref(),
+            b.commit.as_ref(),
+            b.enter.as_ref(),
+            b.redo.as_ref(),
+        ];
+        points.extend(stages.into_iter().flatten().map(|r| point("binlog", r)));
+    }
+    // Where a semi-sync source waits for its replica (`--replica
+    // semi-sync` in the main command, a semi-sync source under `trace`).
+    if let Some(a) = &plan.ack {
+        points.push(point("ack", &a.at_sync));
+        if let Some(c) = &a.at_commit {
+            points.push(point("ack", c));
+        }
     }
     let used = plan.debuginfod.as_ref().and_then(|l| l.used.clone());
     let write_from = match (&plan.write.resolved().source, used) {
@@ -105,6 +144,7 @@ pub fn run(args: &ProbesArgs) -> Result<()> {
         points,
         symbol_source: plan.symbol_source(&write_from),
         fallback: plan.fallback_line(),
+        contradiction: contradiction(server, &args.mysqld),
         seconds,
     };
     let mut out = std::io::stdout().lock();
@@ -149,6 +189,9 @@ pub fn run(args: &ProbesArgs) -> Result<()> {
             out,
             "flush    - (n_flush = redo fsyncs counted in the kernel)"
         );
+    }
+    if let Some(c) = &report.contradiction {
+        let _ = writeln!(out, "warning  {c}");
     }
     if let Some(f) = &report.fallback {
         let _ = writeln!(out, "note     {f}");

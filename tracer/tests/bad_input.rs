@@ -146,6 +146,19 @@ fn workload_bad_input_is_one_line() {
     assert!(err.contains("cannot read /nonexistent/my.cnf"), "{err}");
 }
 
+/// The parser's own errors stay one line but keep what it said: the
+/// missing argument named, the allowed values listed.
+#[test]
+fn parser_errors_name_the_argument_and_the_allowed_values() {
+    let err = fails(commitscope().arg("trace"));
+    assert!(err.contains("--pid") && err.contains("--mysqld"), "{err}");
+    let err = fails(commitscope().args(["--workload", "foo"]));
+    assert!(
+        err.contains("'foo'") && err.contains("possible values") && err.contains("tpcc"),
+        "{err}"
+    );
+}
+
 /// `--csv` and `--out` never write through a symlink they did not create:
 /// one line, exit 2, the link's target untouched, nothing started.
 #[test]

@@ -568,3 +568,47 @@ fn stock_mysql_commit_path_has_the_binlog_stages_and_the_sync_delay() {
         .map_or(0.0, |(_, m)| *m);
     assert!(wait >= 2000.0, "{delayed:?}");
 }
+
+/// `probes` lists every point the options would attach: on stock MySQL
+/// with `--commit-path`, the commit's span, the binlog group commit's
+/// stage boundaries and the semi-sync hooks; no root, nothing attached.
+/// A `--server-version` of another flavor than the binary is said.
+#[test]
+fn probes_lists_the_commit_paths_binlog_stages_and_semi_sync_hooks() {
+    let bin = stock_mysqld();
+    let out = commitscope()
+        .args(["probes", "--commit-path", "--no-debuginfod", "--mysqld"])
+        .arg(&bin)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let roles: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    for role in ["write", "commit", "binlog", "ack"] {
+        assert!(roles.contains(&role), "no {role} line: {text}");
+    }
+    assert!(
+        text.contains("Commit_stage_manager") || text.contains("MYSQL_BIN_LOG"),
+        "{text}"
+    );
+    let out = commitscope()
+        .args([
+            "probes",
+            "--no-debuginfod",
+            "--server-version",
+            "mariadb-10.11",
+        ])
+        .arg("--mysqld")
+        .arg(&bin)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("warning") && l.contains("--server-version")),
+        "{text}"
+    );
+}
