@@ -565,7 +565,14 @@ fn the_exporter_times_the_commit_path_inside_its_exact_windows_only() {
     let ctx = format!("window 2, {sent} commits sent:\n{second}");
     let timed =
         sample(&second, "commitscope_window_commits_timed", &[&l]).expect("commits timed") as u64;
-    assert!((sent..=sent + 2).contains(&timed), "{timed} timed: {ctx}");
+    // Two short at most: this server has no binlog, and a commit whose
+    // redo another commit's flush already made durable asks for no redo
+    // write, so nothing marks it a commit (docs/commit-path.md; seen here
+    // once in CI as 398 of 400). A swallowed thread would miss 50.
+    assert!(
+        (sent - 2..=sent + 2).contains(&timed),
+        "{timed} timed: {ctx}"
+    );
     assert_eq!(
         sample(&second, "commitscope_window_commits_lost", &[&l]),
         Some(0.0),
