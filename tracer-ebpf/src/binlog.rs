@@ -169,6 +169,16 @@ pub fn binlog_enter_span(_ctx: ProbeContext) -> u32 {
 #[uretprobe]
 pub fn binlog_enter_return(_ctx: RetProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
+    let (now, now_st) = now_stamped();
+    binlog_leave(id, now, now_st);
+    0
+}
+
+/// Thread `id`'s commit leaves the binlog's group commit: at the entry's
+/// return, or, where the family's row saves that probe (nothing a stage
+/// times runs between the two), at the commit's own return; `now`.
+#[inline(always)]
+pub(crate) fn binlog_leave(id: u64, now: u64, now_st: Stamp) {
     let led = match BINLOG_THREADS.get_ptr_mut(id) {
         Some(t) => unsafe {
             let led = (*t).leading != 0;
@@ -181,7 +191,6 @@ pub fn binlog_enter_return(_ctx: RetProbeContext) -> u32 {
     if let Some(s) = cp_span(id) {
         unsafe { (*s).in_binlog = 0 };
         let entered = unsafe { (*s).binlog_entered };
-        let (now, now_st) = now_stamped();
         if let Some(wait) = cp_binlog_leave(s, now, now_st) {
             // Part of the wait may have been its leader's wait for the
             // replica's acknowledgement: that part is the ack's stage,
@@ -192,7 +201,6 @@ pub fn binlog_enter_return(_ctx: RetProbeContext) -> u32 {
             cp_add(id, CommitStage::BinlogFollowerWait, wait.minus(acked));
         }
     }
-    0
 }
 
 /// The flush stage's redo flush begins (MySQL's `ha_flush_logs`), timed

@@ -5,27 +5,25 @@
 //! wrote are recorded (a redo write request or the binlog's group commit
 //! ran inside them): statement ends and read-only commits are not commits.
 use aya_ebpf::{
-    macros::{map, uprobe, uretprobe},
+    macros::{map, uprobe},
     maps::{Array, PerCpuArray},
-    programs::{ProbeContext, RetProbeContext},
+    programs::ProbeContext,
 };
-use tracer_ebpf::{
-    fine_slot, CommitSpan, CommitStage, CommitStats, Split, Stamp, CP_STAGES, MAX_THREADS,
-};
+use tracer_ebpf::{CommitSpan, CommitStage, CommitStats, Split, Stamp, CP_STAGES, MAX_THREADS};
 
 use crate::{
     config::{cfg_u32, COMMIT_PATH},
-    helpers::{is_target, on_innodb_thread, record},
+    helpers::{is_target, on_innodb_thread},
     sched::now_stamped,
 };
 
 /// Each thread's open commit (tid modulo the size, owner checked).
 #[map]
-static CP_SPANS: Array<CommitSpan> = Array::with_max_entries(MAX_THREADS, 0);
+pub(crate) static CP_SPANS: Array<CommitSpan> = Array::with_max_entries(MAX_THREADS, 0);
 
 /// The commits' totals and their stages'.
 #[map]
-static CP_STATS: PerCpuArray<CommitStats> = PerCpuArray::with_max_entries(1, 0);
+pub(crate) static CP_STATS: PerCpuArray<CommitStats> = PerCpuArray::with_max_entries(1, 0);
 
 /// The span probes' current attachment (0: off), written by user space.
 #[map]
@@ -126,62 +124,6 @@ pub fn commit_entry(_ctx: ProbeContext) -> u32 {
         (*s).stage_cpu = [0; CP_STAGES];
         (*s).stage_runq = [0; CP_STAGES];
         (*s).binlog_entered_st = Stamp::default();
-    }
-    0
-}
-
-#[uretprobe]
-pub fn commit_return(_ctx: RetProbeContext) -> u32 {
-    let Some(id) = is_target() else { return 0 };
-    let (now, now_st) = now_stamped();
-    let Some(s) = CP_SPANS.get_ptr_mut((id as u32) & (MAX_THREADS - 1)) else {
-        return 0;
-    };
-    let generation = cp_generation();
-    unsafe {
-        if (*s).owner != id || (*s).depth == 0 || (*s).generation != generation {
-            return 0;
-        }
-        (*s).depth -= 1;
-        if (*s).depth > 0 {
-            return 0;
-        }
-        (*s).owner = 0;
-        if (*s).wrote == 0 {
-            return 0;
-        }
-    }
-    let Some(st) = CP_STATS.get_ptr_mut(0) else {
-        return 0;
-    };
-    let (st, sp) = unsafe { (&mut *st, &*s) };
-    let whole = Split::between(sp.start, sp.start_st, now, now_st);
-    let total = whole.ns;
-    st.commits += 1;
-    st.total_ns += total;
-    st.total_cpu_ns += whole.cpu;
-    st.total_runq_ns += whole.runq;
-    if let Some(slot) = st.total.slots.get_mut(fine_slot(total)) {
-        *slot += 1;
-    }
-    for k in 0..CP_STAGES {
-        let v = sp.stage_ns[k];
-        if v == 0 {
-            continue;
-        }
-        if let (Some(n), Some(sum), Some(h)) = (
-            st.stage_commits.get_mut(k),
-            st.stage_ns.get_mut(k),
-            st.stage_hist.get_mut(k),
-        ) {
-            *n += 1;
-            *sum += v;
-            record(h, v);
-        }
-        if let (Some(cpu), Some(runq)) = (st.stage_cpu_ns.get_mut(k), st.stage_runq_ns.get_mut(k)) {
-            *cpu += sp.stage_cpu[k];
-            *runq += sp.stage_runq[k];
-        }
     }
     0
 }

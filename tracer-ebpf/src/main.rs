@@ -11,6 +11,7 @@
 mod ack;
 mod binlog;
 mod block_io;
+mod commit_end;
 mod commit_path;
 mod config;
 mod fsync;

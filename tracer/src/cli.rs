@@ -30,32 +30,43 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Trace a running mysqld/mariadbd: n_write, n_flush and fsyncs per interval.
-    #[command(after_long_help = crate::help_text::trace_after_help())]
+    #[command(
+        after_long_help = crate::help_text::trace_after_help(),
+        mut_arg("anatomy", |a| a.hide(true))
+    )]
     Trace(TraceArgs),
     /// Drive a server with a built-in workload (no tracing).
-    #[command(disable_help_flag = true)]
+    #[command(disable_help_flag = true, after_long_help = crate::help_text::codes_after_help("workload"))]
     Workload(workload::cli::WorkloadArgs),
     /// The group-commit study's four scenarios, with its published ratios beside ours.
-    #[command(disable_help_flag = true)]
+    #[command(disable_help_flag = true, after_long_help = crate::help_text::codes_after_help("study"))]
     Study(StudyArgs),
-    /// Load the TPC-C data (--workload tpcc --warehouses W) into a running server.
-    #[command(disable_help_flag = true)]
-    Load(workload::cli::WorkloadArgs),
+    /// Load the TPC-C data (--warehouses W) into a running server.
+    #[command(disable_help_flag = true, after_long_help = crate::help_text::codes_after_help("load"))]
+    Load(workload::cli::LoadArgs),
     /// Check TPC-C consistency conditions 1-4 on the loaded data.
-    #[command(disable_help_flag = true)]
-    Check(workload::cli::WorkloadArgs),
+    #[command(disable_help_flag = true, after_long_help = crate::help_text::codes_after_help("check"))]
+    Check(workload::cli::CheckArgs),
     /// Run the main command over threads x settings (x warehouses): one
     /// table, CSV/JSON summaries and SVG charts.
-    #[command(disable_help_flag = true)]
+    #[command(disable_help_flag = true, after_long_help = crate::help_text::codes_after_help("sweep"))]
     Sweep(SweepArgs),
     /// Rebuild a sweep's table, summaries and charts from DIR/cells.jsonl.
+    #[command(after_long_help = crate::help_text::codes_after_help("report"))]
     Report(ReportArgs),
     /// Show where the probes would go in a server binary and which symbol
     /// source placed them (no root, nothing attached).
+    #[command(after_long_help = crate::help_text::codes_after_help("probes"))]
     Probes(ProbesArgs),
     /// Serve every server's group-commit figures to Prometheus (GET /metrics) until SIGTERM.
+    #[command(
+        after_long_help = crate::help_text::codes_after_help("exporter"),
+        mut_arg("io", |a| a.hide(true)),
+        mut_arg("wakeups", |a| a.hide(true))
+    )]
     Exporter(ExporterArgs),
     /// Print the shell completion script for bash, zsh or fish.
+    #[command(after_long_help = crate::help_text::codes_after_help("completions"))]
     Completions(CompletionsArgs),
     /// Write the man pages into DIR (used by `cargo xtask dist`).
     #[command(hide = true)]

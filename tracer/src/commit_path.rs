@@ -38,6 +38,86 @@ pub const CSV_SHARES: [(Option<CommitStage>, &str); 11] = [
     (None, "cp_unattributed_share"),
 ];
 
+/// With `--io`, the leader's redo fsync in three parts: (name, short).
+pub const IO_PARTS: [(&str, &str); 3] = [
+    ("redo fsync (leader): device", "sync_dev"),
+    ("redo fsync (leader): journal", "sync_jnl"),
+    ("redo fsync (leader): other", "sync_oth"),
+];
+
+/// The rest's short form on the tick line.
+pub const UNATTRIBUTED_SHORT: &str = "rest";
+
+/// Each family's name of a kernel slot ("MySQL: ...; MariaDB: ..."), or
+/// the one name both use.
+fn names_of(slot: CommitStage) -> String {
+    let of = |stages: &[StageName]| stages.iter().find(|s| s.slot == slot).map(|s| s.name);
+    match (
+        of(crate::family::commit::MYSQL_STAGES),
+        of(crate::family::commit::MARIADB_STAGES),
+    ) {
+        (Some(a), Some(b)) if a == b => format!("`{a}`"),
+        (Some(a), Some(b)) => format!("MySQL `{a}`, MariaDB `{b}`"),
+        (Some(a), None) => format!("MySQL `{a}`"),
+        (None, Some(b)) => format!("MariaDB `{b}`"),
+        (None, None) => "-".into(),
+    }
+}
+
+/// `cp_top`'s short names and the stages they stand for, for `--help`'s
+/// neighbours in docs/commit-path.md (the suite checks its copy).
+pub fn short_names() -> Vec<(String, String)> {
+    let families = [
+        ("MySQL", crate::family::commit::MYSQL_STAGES),
+        ("MariaDB", crate::family::commit::MARIADB_STAGES),
+    ];
+    let mut rows: Vec<(String, Vec<(&str, &str)>)> = Vec::new();
+    for (family, stages) in families {
+        for s in stages {
+            match rows.iter_mut().find(|(k, _)| k == s.short) {
+                Some((_, v)) => v.push((family, s.name)),
+                None => rows.push((s.short.to_string(), vec![(family, s.name)])),
+            }
+        }
+    }
+    let mut rows: Vec<(String, String)> = rows
+        .into_iter()
+        .map(|(short, uses)| {
+            let meaning = match uses.as_slice() {
+                [(_, a), (_, b)] if a == b => format!("`{a}`"),
+                _ => uses
+                    .iter()
+                    .map(|(f, n)| format!("{f} `{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            (short, meaning)
+        })
+        .collect();
+    for (name, short) in IO_PARTS {
+        rows.push((short.into(), format!("with --io: `{name}`")));
+    }
+    rows.push((
+        UNATTRIBUTED_SHORT.into(),
+        format!("`{UNATTRIBUTED}`: the server's own work and any wait no probe times"),
+    ));
+    rows
+}
+
+/// The CSV's share columns and the stage each is the share of.
+pub fn csv_share_columns() -> Vec<(String, String)> {
+    CSV_SHARES
+        .iter()
+        .map(|(slot, col)| {
+            let what = slot.map_or_else(|| format!("`{UNATTRIBUTED}`"), names_of);
+            (
+                col.to_string(),
+                format!("the share of the commits' time in {what}"),
+            )
+        })
+        .collect()
+}
+
 /// One stage over the interval.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct PathStage {
@@ -187,7 +267,7 @@ impl CommitPath {
         if commits > 0 {
             out.push(PathStage {
                 stage: UNATTRIBUTED,
-                short: "rest",
+                short: UNATTRIBUTED_SHORT,
                 slot: None,
                 commits,
                 mean_us: ratio(rest, commits).map(|v| v / 1000.0),
@@ -241,12 +321,8 @@ impl CommitPath {
             return;
         };
         let whole = self.stages.remove(at);
-        let parts = [
-            (d, "redo fsync (leader): device", "sync_dev"),
-            (j, "redo fsync (leader): journal", "sync_jnl"),
-            (o, "redo fsync (leader): other", "sync_oth"),
-        ];
-        for (k, (part, stage, short)) in parts.into_iter().enumerate() {
+        let parts = [d, j, o].into_iter().zip(IO_PARTS);
+        for (k, (part, (stage, short))) in parts.enumerate() {
             self.stages.insert(
                 at + k,
                 PathStage {

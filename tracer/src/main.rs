@@ -43,11 +43,15 @@ fn main() -> ExitCode {
         Some(Command::Study(args)) => commitscope::study::run(args),
         Some(Command::Workload(args)) => workload::run::run(&args).map(|_| ()).map_err(Error::from),
         Some(Command::Load(args)) => {
-            workload::load_check::load(&args, &mut std::io::stdout()).map_err(Error::from)
+            workload::load_check::load(&args.workload_args(), &mut std::io::stdout())
+                .map_err(Error::from)
         }
-        Some(Command::Check(args)) => {
-            workload::load_check::check(&args, &mut std::io::stdout()).map_err(Error::from)
-        }
+        Some(Command::Check(args)) => workload::load_check::check_loaded(
+            &args.workload_args(),
+            args.warehouses,
+            &mut std::io::stdout(),
+        )
+        .map_err(Error::from),
         Some(Command::Sweep(args)) => commitscope::sweep::run(args),
         Some(Command::Report(args)) => {
             commitscope::report::sweep::rebuild(&args.dir, &mut std::io::stdout())

@@ -13,7 +13,7 @@ use roff::{bold, roman, Roff};
 use crate::{
     cli::{Cli, Shell},
     error::Error,
-    help_text::{EXIT_CODES, MAIN_COLUMNS, TRACE_COLUMNS},
+    help_text::{exit_codes, MAIN_COLUMNS, TRACE_COLUMNS},
 };
 
 /// `commitscope completions SHELL`: clap_complete's script for the CLI.
@@ -59,7 +59,8 @@ fn page(
     if let Some(columns) = columns {
         section(&mut roff, "COLUMNS", columns);
     }
-    section(&mut roff, "EXIT STATUS", EXIT_CODES);
+    let command = name.strip_prefix("commitscope-").unwrap_or(name);
+    section(&mut roff, "EXIT STATUS", exit_codes(command));
     roff.control("SH", ["SEE ALSO"]).text([roman(
         "commitscope(1); /usr/share/doc/commitscope: the README and docs/ (each command, where the probes go, what they cost)",
     )]);

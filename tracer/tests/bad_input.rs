@@ -216,3 +216,56 @@ fn commit_path_needs_the_exact_tier_and_the_exporters_windows() {
         "{err}"
     );
 }
+
+/// Each command's `--help` offers only what it takes, and its exit codes
+/// are its own: bad input exits 2 and its table has a 2; `load` and
+/// `check` take none of a run's flags; the exporter refuses `--io`, which
+/// its help no longer lists; trace's help has no `--anatomy` (always on
+/// there) and no `--replica` exit code.
+#[test]
+fn each_commands_help_offers_what_it_takes_and_its_own_exit_codes() {
+    use clap::CommandFactory;
+    let root = commitscope::cli::Cli::command();
+    for sub in root
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set() && c.get_name() != "help")
+    {
+        let name = sub.get_name();
+        let codes = commitscope::help_text::exit_codes(name);
+        assert!(
+            codes.iter().any(|(c, _)| *c == "2"),
+            "{name}: no exit code 2"
+        );
+        let out = commitscope()
+            .args([name, "--no-such-flag"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{name} --no-such-flag");
+        let help = commitscope().args([name, "--help"]).output().unwrap();
+        let help = String::from_utf8_lossy(&help.stdout).to_string();
+        for (code, _) in codes {
+            assert!(
+                help.contains(&format!("  {code}\n")),
+                "{name} --help lacks exit code {code}: {help}"
+            );
+        }
+    }
+    let help = |cmd: &str| {
+        let out = commitscope().args([cmd, "--help"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    for cmd in ["load", "check"] {
+        let h = help(cmd);
+        for flag in ["--threads", "--duration", "--think", "--workload"] {
+            assert!(!h.contains(flag), "{cmd} --help offers {flag}");
+        }
+        let err = fails(commitscope().args([cmd, "--threads", "8"]));
+        assert!(err.contains("--threads"), "{err}");
+    }
+    let h = help("exporter");
+    assert!(!h.contains("--io") && !h.contains("--wakeups"), "{h}");
+    let err = fails(commitscope().args(["exporter", "--io"]));
+    assert!(err.contains("--io"), "{err}");
+    let h = help("trace");
+    assert!(!h.contains("--anatomy") && !h.contains("fell back"), "{h}");
+}

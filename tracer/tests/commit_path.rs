@@ -426,6 +426,8 @@ fn a_sweep_charts_where_the_time_goes_per_cell() {
     ] {
         assert!(svg.contains(text), "no {text:?} in the chart");
     }
+    // Shares end at 100 %, and the legend stays off the bars.
+    assert_chart_fits(&svg, &["redo fsync (leader)", "unattributed"], Some(100.0));
     // The same cells by the scheduler: on a CPU, waiting for one, blocked.
     let sched = std::fs::read_to_string(out.path().join("commit_sched.svg")).unwrap();
     for text in [
@@ -437,6 +439,11 @@ fn a_sweep_charts_where_the_time_goes_per_cell() {
     ] {
         assert!(sched.contains(text), "no {text:?} in commit_sched.svg");
     }
+    assert_chart_fits(
+        &sched,
+        &["on a CPU", "blocked (I/O, locks, wake-ups)"],
+        None,
+    );
     assert_clean(wd.path());
 }
 

@@ -699,3 +699,96 @@ pub fn assert_sched_split(trace: &Value) {
     );
     assert!(trace["workload_runq_ms"].as_f64().is_some(), "{trace}");
 }
+
+/// The attributes of every `<tag ...>` element of an SVG, and the text
+/// inside it (plotters writes one element per line).
+fn svg_elements(svg: &str, tag: &str) -> Vec<(std::collections::HashMap<String, String>, String)> {
+    let open = format!("<{tag} ");
+    let mut out = Vec::new();
+    let mut rest = svg;
+    while let Some(a) = rest.find(&open) {
+        rest = &rest[a + open.len()..];
+        let end = rest.find('>').unwrap_or(rest.len());
+        let mut attrs = std::collections::HashMap::new();
+        let mut head = &rest[..end];
+        while let Some(eq) = head.find("=\"") {
+            let name = head[..eq].trim().to_string();
+            let after = &head[eq + 2..];
+            let close = after.find('"').unwrap_or(after.len());
+            attrs.insert(name, after[..close].to_string());
+            head = &after[(close + 1).min(after.len())..];
+        }
+        let inner = rest[end + 1..]
+            .split(&format!("</{tag}>"))
+            .next()
+            .unwrap_or_default();
+        out.push((attrs, inner.trim().to_string()));
+    }
+    out
+}
+
+/// A chart fits its data: no legend entry (`labels`, each a series or a
+/// stacked part) lies over a bar, a line or a point, and with `top` the
+/// y axis's labels end there (a share chart: 100).
+pub fn assert_chart_fits(svg: &str, labels: &[&str], top: Option<f64>) {
+    let num = |a: &std::collections::HashMap<String, String>, k: &str| -> f64 {
+        a.get(k).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+    };
+    let texts = svg_elements(svg, "text");
+    let legend_x = texts
+        .iter()
+        .filter(|(_, t)| {
+            !t.is_empty()
+                && labels
+                    .iter()
+                    .any(|l| l.starts_with(t.as_str()) || t.starts_with(l))
+        })
+        .map(|(a, _)| num(a, "x"))
+        .fold(f64::MAX, f64::min);
+    assert!(
+        legend_x < f64::MAX,
+        "no legend text of {labels:?} in the chart"
+    );
+    // Bars: filled rectangles left of the legend (its swatches end before
+    // their text, so they pass too).
+    for (a, _) in svg_elements(svg, "rect") {
+        let fill = a.get("fill").map(String::as_str).unwrap_or("none");
+        if ["none", "#FFFFFF", "#000000"].contains(&fill) || num(&a, "x") >= legend_x {
+            continue;
+        }
+        let right = num(&a, "x") + num(&a, "width");
+        assert!(
+            right <= legend_x,
+            "a bar ends at x {right}, under the legend at {legend_x}"
+        );
+    }
+    for (a, _) in svg_elements(svg, "circle") {
+        assert!(
+            num(&a, "cx") < legend_x,
+            "a point at x {} under the legend",
+            num(&a, "cx")
+        );
+    }
+    for (a, _) in svg_elements(svg, "polyline") {
+        let xs = a.get("points").map(String::as_str).unwrap_or_default();
+        for p in xs.split_whitespace() {
+            let x: f64 = p.split(',').next().unwrap().parse().unwrap();
+            assert!(
+                x < legend_x,
+                "a line at x {x} under the legend at {legend_x}"
+            );
+        }
+    }
+    if let Some(top) = top {
+        let ticks: Vec<f64> = texts
+            .iter()
+            .filter(|(a, _)| num(a, "x") < legend_x)
+            .filter_map(|(_, t)| t.trim().parse::<f64>().ok())
+            .collect();
+        let max = ticks.iter().copied().fold(f64::MIN, f64::max);
+        assert!(
+            !ticks.is_empty() && max <= top,
+            "the y axis runs to {max}, past {top}"
+        );
+    }
+}

@@ -372,6 +372,25 @@ fn unprivileged(caps: &[String], args: &[&str]) -> std::process::Command {
     cmd
 }
 
+/// [`unprivileged`] started on `port`, once it has attached to the
+/// `--pid` among `args`.
+fn attached_unprivileged(caps: &[String], args: &[&str], port: u16) -> Exporter {
+    let mut child = unprivileged(caps, args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut e = Exporter {
+        stderr: lines_of(child.stderr.take().unwrap()),
+        child,
+        lines: Vec::new(),
+        port,
+    };
+    let pid = args[args.iter().position(|a| *a == "--pid").unwrap() + 1];
+    e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
+    e
+}
+
 #[test]
 fn without_root_the_units_capabilities_suffice_and_a_missing_one_is_named() {
     let Some(_lane) = root_shared() else {
@@ -407,21 +426,11 @@ fn without_root_the_units_capabilities_suffice_and_a_missing_one_is_named() {
             "without {cap}: {line}"
         );
     }
-    let mut child = unprivileged(
+    let mut e = attached_unprivileged(
         &caps,
         &["--pid", &pid, "--listen", &listen, "--probes", "exact"],
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let mut e = Exporter {
-        stderr: lines_of(child.stderr.take().unwrap()),
-        child,
-        lines: Vec::new(),
         port,
-    };
-    e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
+    );
     let l = label(&server);
     let commits = server.drive_updates("cs_test", 2, 200);
     let t = settled(&e, &["commitscope_log_write_requests_total"], &[&l]);
@@ -438,6 +447,38 @@ fn without_root_the_units_capabilities_suffice_and_a_missing_one_is_named() {
         "{t}"
     );
     let (code, said) = e.stop(libc::SIGTERM);
+    assert_eq!(code, Some(0), "{said:#?}");
+
+    // The light tier's login, as docs/exporter.md tells an operator to
+    // make it for the unit's user: an account of the same name that the
+    // server's unix socket authenticates (here the test's uid, nobody).
+    server
+        .query("CREATE USER IF NOT EXISTS 'nobody'@'localhost' IDENTIFIED VIA unix_socket")
+        .unwrap();
+    // A distribution's socket directory is open to every user; the
+    // harness's private temp dir is not.
+    use std::os::unix::fs::PermissionsExt;
+    let sock_dir = server.socket.parent().unwrap();
+    std::fs::set_permissions(sock_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let e = attached_unprivileged(
+        &caps,
+        &["--pid", &pid, "--listen", &listen, "--window-every", "0"],
+        port,
+    );
+    // The counter counts from the login's first read, a moment after
+    // the attach: commit until it moves.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut t = e.metrics();
+    while sample(&t, "commitscope_status_commits_total", &[&l]).unwrap_or(0.0) == 0.0
+        && std::time::Instant::now() < deadline
+    {
+        server.drive_updates("cs_test", 2, 50);
+        std::thread::sleep(Duration::from_millis(1200));
+        t = e.metrics();
+    }
+    let counted = sample(&t, "commitscope_status_commits_total", &[&l]);
+    let (code, said) = e.stop(libc::SIGTERM);
+    assert!(counted > Some(0.0), "{counted:?}: {said:#?}\n{t}");
     assert_eq!(code, Some(0), "{said:#?}");
 }
 

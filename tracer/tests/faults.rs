@@ -535,3 +535,86 @@ fn a_workdir_too_small_to_initialise_is_one_line() {
     assert_eq!(fs.left(), Vec::<String>::new(), "{err}");
     assert!(servers_under(&fs.mnt).is_empty());
 }
+
+/// The ids of the BPF programs process `pid` holds (its fds' `prog_id`).
+fn programs_held(pid: u32) -> Vec<u64> {
+    let mut ids: Vec<u64> = std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .filter_map(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("prog_id:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// The ids of every BPF program loaded on the host (bpftool's JSON).
+fn programs_loaded() -> Vec<u64> {
+    let out = std::process::Command::new("bpftool")
+        .args(["prog", "show", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "bpftool: {out:?}");
+    let all: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    all.iter().filter_map(|p| p["id"].as_u64()).collect()
+}
+
+/// `kill -9` of the tool leaves nothing behind in the kernel: every probe
+/// is a file descriptor's (a perf event or a BPF link, never a tracefs
+/// entry or a pinned object), so the kernel drops them with the process.
+/// Checked where one could outlive it: the loaded programs (one still
+/// loaded is held by an attachment nobody owns) and tracefs's uprobes.
+#[test]
+fn kill_9_of_trace_leaves_no_probe_behind() {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    if !has_tool("bpftool") {
+        testkit::skip("no bpftool: run `cargo xtask setup` (installs it)");
+        return;
+    }
+    let Some(srv) = symbols_server() else {
+        return;
+    };
+    let mut child = commitscope()
+        .args(["trace", "--commit-path", "--json", "--pid"])
+        .arg(srv.pid().to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = lines_of(child.stdout.take().unwrap());
+    let _err = lines_of(child.stderr.take().unwrap());
+    srv.drive_updates("cs_test", 2, 50);
+    wait_for(&out, "\"type\":\"interval\"");
+    let ours = programs_held(child.id());
+    assert!(ours.len() >= 5, "trace holds {} programs", ours.len());
+    // SAFETY: killing the test's own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    // Freed once the last reference goes (after an RCU grace period).
+    let t0 = std::time::Instant::now();
+    let left = loop {
+        let all = programs_loaded();
+        let left: Vec<u64> = ours.iter().copied().filter(|i| all.contains(i)).collect();
+        if left.is_empty() || t0.elapsed() > Duration::from_secs(10) {
+            break left;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        left.is_empty(),
+        "programs still loaded 10 s after kill -9: {left:?}"
+    );
+    let exe = std::fs::read_link(format!("/proc/{}/exe", srv.pid())).unwrap();
+    let events = std::fs::read_to_string("/sys/kernel/tracing/uprobe_events").unwrap_or_default();
+    assert!(
+        !events.contains(exe.to_str().unwrap()),
+        "tracefs uprobes left on the server: {events}"
+    );
+}

@@ -55,6 +55,7 @@ fn charts_render(dir: &Path, legends: &[&str]) {
         for l in legends {
             assert!(text.contains(l), "{name}: no legend {l:?}");
         }
+        assert_chart_fits(&text, legends, None);
         let png = dir.join(format!("{name}.png"));
         run(Command::new("rsvg-convert")
             .args(["-b", "white", "-o"])

@@ -71,6 +71,16 @@ pub fn load(args: &WorkloadArgs, out: &mut impl Write) -> Result<()> {
 
 /// Runs consistency conditions 1-4; an error (non-zero exit) when one fails.
 pub fn check(args: &WorkloadArgs, out: &mut impl Write) -> Result<()> {
+    check_loaded(args, None, out)
+}
+
+/// [`check`], and when `warehouses` is given, that the data holds that
+/// many (`commitscope check -w W`: the load meant is the load there).
+pub fn check_loaded(
+    args: &WorkloadArgs,
+    warehouses: Option<u32>,
+    out: &mut impl Write,
+) -> Result<()> {
     let cfg = tpcc_config(args, "check")?;
     let ep = &cfg.endpoint;
     let mut c =
@@ -96,6 +106,17 @@ pub fn check(args: &WorkloadArgs, out: &mut impl Write) -> Result<()> {
             .map_err(schema::sql("selecting the database"))?;
         schema::read_record(&mut c)?
     };
+    if let (Some(want), Some(r)) = (warehouses, &rec) {
+        if r.warehouses != want {
+            return Err(Error::Tpcc {
+                context: "check",
+                detail: format!(
+                    "`{}` holds {} warehouse(s), not {want}: drop -w, or load {want} (commitscope load -w {want} --reset)",
+                    cfg.database, r.warehouses
+                ),
+            });
+        }
+    }
     if let Some(r) = &rec {
         if !r.complete {
             return Err(Error::Tpcc {

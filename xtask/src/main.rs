@@ -1,4 +1,4 @@
-//! Developer tasks: `cargo xtask setup|build|test|lint|servers|run|fuzz|soak|vm-test|dist|dist-test|bench`.
+//! Developer tasks: `cargo xtask setup|build|test|lint|servers|run|fuzz|soak|vm-test|dist|dist-test|samples|bench`.
 //! Never shipped to users; the README's two commands go through here.
 mod background;
 mod bench;
@@ -15,6 +15,7 @@ mod fuzz;
 mod hermetic;
 mod modgraph;
 mod run_tests;
+mod samples;
 mod setup;
 mod soak;
 mod suite;
@@ -93,6 +94,9 @@ enum Cmd {
     /// dist, then install the .deb here and use it as a user would
     /// (cargo-test lines; run by `test`).
     DistTest,
+    /// Rerun the command of every `<!-- sample: ARGS -->` block in
+    /// README.md and docs/ and write its real output there (root).
+    Samples,
     /// Benchmarks that print ratios against a peer measured in the same run.
     Bench {
         #[command(subcommand)]
@@ -121,6 +125,7 @@ fn main() {
         Cmd::Dist => setup::run().and_then(|_| dist::build().map(|_| ())),
         Cmd::DistTest => setup::run().and_then(|_| dist::test()),
         Cmd::Bench { which } => setup::run().and_then(|_| bench::run(which)),
+        Cmd::Samples => setup::run().and_then(|_| samples::run()),
     };
     if let Err(e) = r {
         eprintln!("xtask: error: {e:#}");

@@ -57,6 +57,9 @@ const APT: &[&str] = &[
     // datadir on (ext4's mkfs is in every Debian; XFS's is not).
     "e2fsprogs",
     "xfsprogs",
+    // The kill -9 test: every BPF program and its owner, to find one left
+    // behind by a tool that died without detaching.
+    "bpftool",
 ];
 
 /// The static binary's target (`cargo xtask dist`).

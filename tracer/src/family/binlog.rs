@@ -34,6 +34,13 @@ pub struct BinlogProfile {
     /// commit, exact tier): a flush leader's wait from there to its flush
     /// stage is the group's queue wait.
     pub enter: Option<&'static [&'static str]>,
+    /// Whether a commit's wait in the group commit ends at `enter`'s
+    /// return (a second trap per commit). Not where `enter` is the last
+    /// work of the commit function that any stage times (MySQL's
+    /// `ordered_commit` inside `ha_commit_trans`): the commit's own return
+    /// ends the wait there. MariaDB commits in InnoDB after its
+    /// `write_transaction_to_binlog_events` returns, so it needs it.
+    pub enter_return: bool,
     /// The redo flush a flush-stage leader runs for its queue (entry and
     /// return), where it runs inside the flush stage.
     pub redo: Option<&'static [&'static str]>,
@@ -69,6 +76,7 @@ pub const MYSQL: &[BinlogProfile] = &[BinlogProfile {
     sync: Some(&["_ZN13MYSQL_BIN_LOG16sync_binlog_fileEb"]),
     commit: Some(&["_ZN13MYSQL_BIN_LOG26process_commit_stage_queueEP3THDS1_"]),
     enter: Some(&["_ZN13MYSQL_BIN_LOG14ordered_commitEP3THDbb"]),
+    enter_return: false,
     // `ha_flush_logs(bool binlog_group_flush)`, called by the flush
     // leader after it fetched its queue.
     redo: Some(&["_Z13ha_flush_logsb"]),
@@ -97,6 +105,7 @@ pub const MARIADB: &[BinlogProfile] = &[
         enter: Some(&[
             "_ZN13MYSQL_BIN_LOG34write_transaction_to_binlog_eventsEPNS_18group_commit_entryE",
         ]),
+        enter_return: true,
         // The redo is flushed per transaction in prepare, before the
         // group: no redo flush inside its stages.
         redo: None,

@@ -17,7 +17,8 @@ pub struct Per {
     /// The exact tier: the member (sizes) and the commit's entry (the
     /// leader's queue wait).
     pub commit: bool,
-    /// `--commit-path`: the entry's return too (a follower's wait).
+    /// `--commit-path`: the entry's return too (a follower's wait), where
+    /// the family's row needs it.
     pub commit_path: bool,
 }
 
@@ -54,7 +55,11 @@ pub fn attach(
     if per.commit {
         put(prog::BINLOG_MEMBER, &plan.member, "uprobe")?;
     }
-    if let Some(at) = plan.enter.as_ref().filter(|_| per.commit_path) {
+    if let Some(at) = plan
+        .enter
+        .as_ref()
+        .filter(|_| per.commit_path && plan.profile.enter_return)
+    {
         put(prog::BINLOG_ENTER_RETURN, at, "uretprobe")?;
     }
     put(prog::BINLOG_WRITE_ENTRY, &plan.write, "uprobe")?;
@@ -99,7 +104,9 @@ pub fn attach_window(
     };
     put(prog::BINLOG_MEMBER, &plan.member)?;
     if let Some(at) = plan.enter.as_ref().filter(|_| commit_path) {
-        put(prog::BINLOG_ENTER_RETURN, at)?;
+        if plan.profile.enter_return {
+            put(prog::BINLOG_ENTER_RETURN, at)?;
+        }
         put(prog::BINLOG_ENTER_SPAN, at)?;
     }
     Ok(())

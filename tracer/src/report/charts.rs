@@ -314,18 +314,22 @@ fn draw_stacked(svg: &mut String, s: &Stack, bars: &[Bar]) -> std::result::Resul
     let e = |e: &dyn std::fmt::Display| e.to_string();
     let root = SVGBackend::with_string(svg, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e(&x))?;
-    let tallest = s.fixed_top.unwrap_or_else(|| {
+    let root = root
+        .titled(&s.title, ("sans-serif", 26))
+        .map_err(|x| e(&x))?;
+    // The legend in a panel of its own, right of the plot: it never lies
+    // over a bar, and the y axis needs no headroom for it.
+    let (plot, side) = root.split_horizontally(SIZE.0 - LEGEND_W);
+    // Shares end at 100 %; times at the tallest bar and a little.
+    let top = s.fixed_top.unwrap_or_else(|| {
         bars.iter()
             .map(|(_, p)| p.iter().sum::<f64>())
             .fold(0.0, f64::max)
             .max(1.0)
+            * 1.05
     });
-    // Headroom for the legend (the parts, the column keys) above the
-    // tallest bar.
-    let top = tallest * (1.25 + 0.07 * (s.parts.len() + s.keys.len()) as f64);
     let n = bars.len() as f64;
-    let mut c = ChartBuilder::on(&root)
-        .caption(&s.title, ("sans-serif", 26))
+    let mut c = ChartBuilder::on(&plot)
         .margin(24)
         .x_label_area_size(90)
         .y_label_area_size(90)
@@ -352,33 +356,90 @@ fn draw_stacked(svg: &mut String, s: &Stack, bars: &[Bar]) -> std::result::Resul
         .label_style(("sans-serif", 13))
         .draw()
         .map_err(|x| e(&x))?;
-    for (k, name) in s.parts.iter().enumerate() {
+    for k in 0..s.parts.len() {
         let color = Palette99::pick(k).to_rgba();
         c.draw_series(bars.iter().enumerate().map(|(i, (_, p))| {
-            let base: f64 = p.iter().take(k).sum();
+            let base: f64 = p.iter().take(k).sum::<f64>().min(top);
             let h = p.get(k).copied().unwrap_or(0.0);
             let x = i as f64;
-            Rectangle::new([(x - 0.35, base), (x + 0.35, base + h)], color.filled())
+            Rectangle::new(
+                [(x - 0.35, base), (x + 0.35, (base + h).min(top))],
+                color.filled(),
+            )
         }))
-        .map_err(|x| e(&x))?
-        .label(name.as_str())
-        .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 18, y + 6)], color.filled()));
-    }
-    for k in &s.keys {
-        // A legend line without a mark: what a bar's letter stands for.
-        c.draw_series(std::iter::once(EmptyElement::at((0.0, 0.0))))
-            .map_err(|x| e(&x))?
-            .label(k.as_str())
-            .legend(|(x, y)| EmptyElement::at((x, y)));
-    }
-    c.configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 18))
-        .draw()
         .map_err(|x| e(&x))?;
+    }
+    // The parts top of the stack first, as the bars read; then the keys.
+    let mut entries: Vec<(String, Swatch)> = s
+        .parts
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(k, name)| (name.clone(), Swatch::Box(Palette99::pick(k).to_rgba())))
+        .collect();
+    entries.extend(s.keys.iter().map(|k| (k.clone(), Swatch::None)));
+    legend_panel(&side, &entries).map_err(|x| e(&x))?;
     root.present().map_err(|x| e(&x))
+}
+
+/// Width of a stacked chart's legend panel (pixels).
+const LEGEND_W: u32 = 300;
+
+/// What marks a legend entry: a stacked part's box, a series' line, or
+/// nothing (the column letters' keys).
+#[derive(Clone, Copy)]
+enum Swatch {
+    Box(RGBAColor),
+    Line(RGBAColor),
+    None,
+}
+
+/// A chart's legend in its own panel right of the plot, so that it never
+/// lies over a bar or a line: each entry's swatch and text, names longer
+/// than a line wrapped.
+fn legend_panel<DB: DrawingBackend>(
+    side: &DrawingArea<DB, plotters::coord::Shift>,
+    entries: &[(String, Swatch)],
+) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let font = ("sans-serif", 15).into_font();
+    let mut y = 40;
+    for (text, swatch) in entries {
+        let x = match *swatch {
+            Swatch::Box(c) => {
+                side.draw(&Rectangle::new([(8, y + 1), (26, y + 13)], c.filled()))?;
+                34
+            }
+            Swatch::Line(c) => {
+                side.draw(&PathElement::new(
+                    vec![(4, y + 7), (28, y + 7)],
+                    c.stroke_width(3),
+                ))?;
+                34
+            }
+            Swatch::None => 8,
+        };
+        for line in wrap(text, 30) {
+            side.draw(&Text::new(line, (x, y), font.clone()))?;
+            y += 18;
+        }
+        y += 6;
+    }
+    Ok(())
+}
+
+/// `text` in lines of at most `width` characters, broken at spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match out.last_mut() {
+            Some(l) if l.chars().count() + 1 + word.chars().count() <= width => {
+                l.push(' ');
+                l.push_str(word);
+            }
+            _ => out.push(word.to_string()),
+        }
+    }
+    out
 }
 
 fn draw(
@@ -404,11 +465,12 @@ fn draw(
         // still a chart, with its axes.
         (x_lo, x_hi) = (1.0, 2.0);
     }
-    let mut b = ChartBuilder::on(&root);
-    b.caption(&spec.title, ("sans-serif", 26))
-        .margin(24)
-        .x_label_area_size(60)
-        .y_label_area_size(90);
+    let root = root
+        .titled(&spec.title, ("sans-serif", 26))
+        .map_err(|x| e(&x))?;
+    let (area, side) = root.split_horizontally(SIZE.0 - LEGEND_W);
+    let mut b = ChartBuilder::on(&area);
+    b.margin(24).x_label_area_size(60).y_label_area_size(90);
     // Threads grow geometrically in a sweep (1, 8, 16 ... 256): a log
     // axis spaces them evenly, with the swept counts as its ticks (so a
     // narrow range such as 1, 4 is labelled exactly too). Commits per
@@ -447,6 +509,12 @@ fn draw(
         let y_top = if y_hi > 0.0 { y_hi * 1.15 } else { 1.0 };
         plot(b, x, 0f64..y_top, &axes, series)
     }?;
+    let entries: Vec<(String, Swatch)> = series
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| (name.clone(), Swatch::Line(Palette99::pick(i).to_rgba())))
+        .collect();
+    legend_panel(&side, &entries).map_err(|x| e(&x))?;
     root.present().map_err(|x| e(&x))
 }
 
@@ -458,7 +526,7 @@ struct Axes<'a> {
 }
 
 /// Builds the chart on these axis ranges (linear or log), draws the mesh,
-/// one line with dots per series, and the legend.
+/// one line with dots per series (the legend is the caller's panel).
 fn plot<X, Y>(
     mut b: ChartBuilder<'_, '_, SVGBackend<'_>>,
     x: X,
@@ -483,14 +551,10 @@ where
         .label_style(("sans-serif", 15))
         .draw()
         .map_err(|x| e(&x))?;
-    for (i, (name, p)) in series.iter().enumerate() {
+    for (i, (_, p)) in series.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         c.draw_series(LineSeries::new(p.iter().copied(), color.stroke_width(3)))
-            .map_err(|x| e(&x))?
-            .label(name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
-            });
+            .map_err(|x| e(&x))?;
         c.draw_series(p.iter().map(|&pt| Circle::new(pt, 5, color.filled())))
             .map_err(|x| e(&x))?;
     }
@@ -501,15 +565,6 @@ where
         c.draw_series(LineSeries::new(p.iter().copied(), color.stroke_width(3)))
             .map_err(|x| e(&x))?;
         c.draw_series(p.iter().map(|&pt| Circle::new(pt, 5, color.filled())))
-            .map_err(|x| e(&x))?;
-    }
-    if !series.is_empty() {
-        c.configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 18))
-            .draw()
             .map_err(|x| e(&x))?;
     }
     Ok(())

@@ -266,6 +266,19 @@ fn durable_cell(i: &Interval) -> String {
     }
 }
 
+/// Every header line `trace` can print (each combination of its
+/// optional columns): what the docs' samples are checked against.
+pub fn headers() -> Vec<String> {
+    super::every_header(|[fallback, anatomy, io, binlog, commit_path]| {
+        let mut buf = Vec::new();
+        let mut h = Human::new(&mut buf);
+        (h.fallback, h.anatomy, h.io, h.binlog, h.commit_path) =
+            (fallback, anatomy, io, binlog, commit_path);
+        h.header();
+        String::from_utf8_lossy(&buf).trim_end().to_string()
+    })
+}
+
 impl<W: Write> Human<W> {
     fn header(&mut self) {
         let nw = if self.fallback { "commits" } else { "n_write" };
@@ -585,6 +598,21 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("write_wait"), "{text}");
+    }
+
+    /// Every column trace can print, with every option's columns on, is
+    /// defined in its `--help`'s Columns.
+    #[test]
+    fn every_column_is_defined_in_help() {
+        for fallback in [false, true] {
+            let mut out = Vec::new();
+            let mut h = Human::new(&mut out);
+            (h.fallback, h.anatomy, h.io, h.binlog, h.commit_path) =
+                (fallback, true, true, true, true);
+            h.header();
+            let header = String::from_utf8(out).unwrap();
+            crate::help_text::assert_defined(&header, crate::help_text::TRACE_COLUMNS);
+        }
     }
 
     #[test]

@@ -69,6 +69,20 @@ impl<W: Write> Live<W> {
     }
 }
 
+/// Every header line the main command's live view can print (each
+/// combination of its optional columns): what the docs' samples are
+/// checked against.
+pub fn headers() -> Vec<String> {
+    super::every_header(|[fallback, anatomy, io, binlog, commit_path]| {
+        let mut buf = Vec::new();
+        let mut l = Live::new(&mut buf);
+        (l.fallback, l.anatomy, l.io, l.binlog, l.commit_path) =
+            (fallback, anatomy, io, binlog, commit_path);
+        l.header();
+        String::from_utf8_lossy(&buf).trim_end().to_string()
+    })
+}
+
 impl<W: Write> Live<W> {
     /// A TPC-C tick: tpcc-mysql's line, then the probes' figures on a line
     /// of their own that tpcc-mysql's parsers skip (it does not start with
@@ -290,5 +304,26 @@ impl<W: Write> RunSink for Live<W> {
             }
         }
         let _ = o.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every column the main command can print, with every option's
+    /// columns on, is defined in `--help`'s Columns (and so in the man
+    /// page and the docs' copies).
+    #[test]
+    fn every_column_is_defined_in_help() {
+        for fallback in [false, true] {
+            let mut out = Vec::new();
+            let mut l = Live::new(&mut out);
+            (l.fallback, l.anatomy, l.io, l.binlog, l.commit_path) =
+                (fallback, true, true, true, true);
+            l.header();
+            let header = String::from_utf8(out).unwrap();
+            crate::help_text::assert_defined(&header, crate::help_text::MAIN_COLUMNS);
+        }
     }
 }
