@@ -426,7 +426,7 @@ fn without_root_the_units_capabilities_suffice_and_a_missing_one_is_named() {
             "without {cap}: {line}"
         );
     }
-    let mut e = attached_unprivileged(
+    let e = attached_unprivileged(
         &caps,
         &["--pid", &pid, "--listen", &listen, "--probes", "exact"],
         port,

@@ -4,8 +4,10 @@
 //! build, as root) and writes its output into the block in the block's
 //! own shape: its `$` line, legend lines, header, as many rows as it had,
 //! a `...` where it had one, and each other line replaced by the output's
-//! line with the same label (its first words before a figure). `PID` in ARGS is a throwaway
-//! server under a load of 16 clients. The docs test checks every block's
+//! line with the same label (its first words before a figure); a
+//! summary's block, the output's lines from its first line's label to its
+//! last's. In ARGS, `PID` is a throwaway server of the MariaDB build with
+//! symbols under a load of 16 clients, `FIXTURE` that build's binary. The docs test checks every block's
 //! header and row widths against the binary's, so a sample that drifts
 //! fails the suite until this is rerun.
 use std::{
@@ -18,6 +20,9 @@ use anyhow::{bail, Context};
 use crate::util::root;
 
 const MARK: &str = "<!-- sample: ";
+
+const FIXTURE_MISSING: &str =
+    "the MariaDB build with symbols (../shared/fixtures) is absent: the samples are of it";
 
 /// One sample: where its block's lines are, and the arguments.
 struct Sample {
@@ -58,36 +63,64 @@ fn samples() -> anyhow::Result<Vec<Sample>> {
     Ok(out)
 }
 
-/// The output's lines in the old block's shape (see the module's doc).
+/// A line's label: its words before the first figure, at most two.
+fn label(l: &str) -> String {
+    l.split_whitespace()
+        .take_while(|w| !w.starts_with(|c: char| c.is_ascii_digit() || c == '+' || c == '-'))
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A live view's row: it begins with a clock.
+fn is_row(l: &str) -> bool {
+    l.as_bytes().get(2) == Some(&b':') && l.as_bytes().get(5) == Some(&b':')
+}
+
+/// The output's lines for a block (see the module's doc). A live view's
+/// block keeps its shape: its `$` line, header, as many rows (from the
+/// middle of the run), `...`, and each other line replaced by the
+/// output's line of the same label. Any other block (a summary's) is the
+/// output's lines from the one labelled as the block's first to the one
+/// labelled as its last, so lines the tool has added since come too.
 fn reshape(old: &[&str], new: &str) -> Vec<String> {
-    let new: Vec<&str> = new.lines().collect();
-    let is_row = |l: &str| l.as_bytes().get(2) == Some(&b':') && l.as_bytes().get(5) == Some(&b':');
-    // Rows from the middle of the run: past the first tick's warm-up.
+    let new: Vec<&str> = new.lines().map(str::trim_end).collect();
+    let mut out: Vec<String> = old
+        .iter()
+        .take_while(|l| l.starts_with('$'))
+        .map(|l| l.to_string())
+        .collect();
+    let old = &old[out.len()..];
+    if !old.iter().any(|l| l.starts_with("time ")) {
+        let (Some(first), Some(last)) = (old.first(), old.last()) else {
+            return out;
+        };
+        let Some(a) = new.iter().position(|n| label(n) == label(first)) else {
+            return old.iter().map(|l| l.to_string()).collect();
+        };
+        let b = new[a..]
+            .iter()
+            .position(|n| label(n) == label(last))
+            .map_or(a, |k| a + k);
+        out.extend(new[a..=b].iter().map(|l| l.to_string()));
+        return out;
+    }
     let rows: Vec<&str> = new.iter().copied().filter(|l| is_row(l)).collect();
     let mut next_row = rows.len() / 2;
-    // A line's label: its words before the first figure, at most two.
-    let key = |l: &str| {
-        l.split_whitespace()
-            .take_while(|w| !w.starts_with(|c: char| c.is_ascii_digit() || c == '+' || c == '-'))
-            .take(2)
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let mut out = Vec::new();
     for l in old {
-        if l.starts_with('$') || l.trim() == "..." {
+        if l.trim() == "..." {
             out.push(l.to_string());
         } else if l.starts_with("time ") {
             if let Some(h) = new.iter().find(|n| n.starts_with("time ")) {
-                out.push(h.trim_end().to_string());
+                out.push(h.to_string());
             }
         } else if is_row(l) {
             if let Some(r) = rows.get(next_row) {
-                out.push(r.trim_end().to_string());
+                out.push(r.to_string());
                 next_row += 1;
             }
-        } else if let Some(n) = new.iter().find(|n| !is_row(n) && key(n) == key(l)) {
-            out.push(n.trim_end().to_string());
+        } else if let Some(n) = new.iter().find(|n| !is_row(n) && label(n) == label(l)) {
+            out.push(n.to_string());
         } else {
             out.push(l.to_string());
         }
@@ -110,8 +143,13 @@ impl Drop for Loaded {
 }
 
 fn loaded(cs: &Path) -> anyhow::Result<Loaded> {
-    let bin = testkit::system_mariadbd().context("no /usr/sbin/mariadbd (mariadb-server)")?;
-    let server = testkit::Server::start(&bin, None, &[]).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let fixture = testkit::symbols_fixture().context(FIXTURE_MISSING)?;
+    let server = testkit::Server::start(
+        &fixture.join("bin/mariadbd"),
+        Some(&fixture.join("share")),
+        &[],
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     let load = Command::new(cs)
         .args(server.client_flags())
         .args(["--no-trace", "--threads", "16", "--database", "cs_samples"])
@@ -137,10 +175,13 @@ pub fn run() -> anyhow::Result<()> {
             .args
             .iter()
             .map(|a| match (&load, a.as_str()) {
-                (Some(l), "PID") => l.server.pid().to_string(),
-                _ => a.clone(),
+                (Some(l), "PID") => Ok(l.server.pid().to_string()),
+                (_, "FIXTURE") => testkit::symbols_fixture()
+                    .map(|f| f.join("bin/mariadbd").display().to_string())
+                    .context(FIXTURE_MISSING),
+                _ => Ok(a.clone()),
             })
-            .collect();
+            .collect::<anyhow::Result<_>>()?;
         eprintln!(
             "samples: {}: commitscope {}",
             s.page.display(),
@@ -175,6 +216,25 @@ pub fn run() -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_summary_block_takes_the_lines_added_since() {
+        let old = [
+            "commit path  10 commits",
+            "  redo write (leader)  5.0 %",
+            "  unattributed  1.0 %",
+        ];
+        let new = "ticks\ncommit path  20 commits\n  (the commit: on CPU) 3\n  redo write (leader)  6.0 %\n  unattributed  2.0 %\nafter\n";
+        assert_eq!(
+            reshape(&old, new),
+            [
+                "commit path  20 commits",
+                "  (the commit: on CPU) 3",
+                "  redo write (leader)  6.0 %",
+                "  unattributed  2.0 %",
+            ]
+        );
+    }
 
     #[test]
     fn a_block_keeps_its_shape_with_the_new_lines() {

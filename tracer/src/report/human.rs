@@ -269,7 +269,7 @@ fn durable_cell(i: &Interval) -> String {
 /// Every header line `trace` can print (each combination of its
 /// optional columns): what the docs' samples are checked against.
 pub fn headers() -> Vec<String> {
-    super::every_header(|[fallback, anatomy, io, binlog, commit_path]| {
+    super::fmt::every_header(|[fallback, anatomy, io, binlog, commit_path]| {
         let mut buf = Vec::new();
         let mut h = Human::new(&mut buf);
         (h.fallback, h.anatomy, h.io, h.binlog, h.commit_path) =

@@ -73,7 +73,7 @@ impl<W: Write> Live<W> {
 /// combination of its optional columns): what the docs' samples are
 /// checked against.
 pub fn headers() -> Vec<String> {
-    super::every_header(|[fallback, anatomy, io, binlog, commit_path]| {
+    super::fmt::every_header(|[fallback, anatomy, io, binlog, commit_path]| {
         let mut buf = Vec::new();
         let mut l = Live::new(&mut buf);
         (l.fallback, l.anatomy, l.io, l.binlog, l.commit_path) =

@@ -35,12 +35,3 @@ pub fn run_sinks(json: bool, csv: Option<&Path>) -> Result<Box<dyn RunSink>> {
     }
     Ok(Box::new(Tee(v)))
 }
-
-/// Each header line a live view prints, one per combination of its five
-/// optional column sets (`header(fallback, anatomy, io, binlog,
-/// commit_path)`): what the docs' samples are checked against.
-pub(crate) fn every_header(header: impl Fn([bool; 5]) -> String) -> Vec<String> {
-    (0..32u8)
-        .map(|bits| header(std::array::from_fn(|k| bits & (1 << k) != 0)))
-        .collect()
-}
