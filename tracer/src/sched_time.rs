@@ -35,6 +35,15 @@ impl SchedTime {
         self.runq_ns as f64 / 1e6
     }
 
+    /// From milliseconds, as an interval's `server_cpu_ms` and
+    /// `server_runq_ms` carry them.
+    pub fn from_ms(cpu_ms: f64, runq_ms: f64) -> SchedTime {
+        SchedTime {
+            cpu_ns: (cpu_ms * 1e6) as u64,
+            runq_ns: (runq_ms * 1e6) as u64,
+        }
+    }
+
     /// Of the threads' runnable time (running or waiting to), the part
     /// spent waiting for a CPU.
     pub fn runq_share(&self) -> Option<f64> {

@@ -507,14 +507,15 @@ fn threads_line(out: &mut impl Write, name: &str, cpu: Option<f64>, runq: Option
     let (Some(cpu), Some(runq)) = (cpu, runq) else {
         return;
     };
-    let waiting = if cpu + runq > 0.0 {
-        format!(
-            " ({:.0} % of their runnable time waiting for a CPU)",
-            runq / (cpu + runq) * 100.0
-        )
-    } else {
-        String::new()
-    };
+    let waiting = crate::sched_time::SchedTime::from_ms(cpu, runq)
+        .runq_share()
+        .map(|s| {
+            format!(
+                " ({:.0} % of their runnable time waiting for a CPU)",
+                s * 100.0
+            )
+        })
+        .unwrap_or_default();
     let _ = writeln!(
         out,
         "{name:<14} on CPU {cpu:.0} ms  run queue {runq:.0} ms{waiting}"
