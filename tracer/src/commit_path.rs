@@ -48,31 +48,40 @@ pub const IO_PARTS: [(&str, &str); 3] = [
 /// The rest's short form on the tick line.
 pub const UNATTRIBUTED_SHORT: &str = "rest";
 
-/// Each family's name of a kernel slot ("MySQL: ...; MariaDB: ..."), or
-/// the one name both use.
-fn names_of(slot: CommitStage) -> String {
-    let of = |stages: &[StageName]| stages.iter().find(|s| s.slot == slot).map(|s| s.name);
-    match (
-        of(crate::family::commit::MYSQL_STAGES),
-        of(crate::family::commit::MARIADB_STAGES),
-    ) {
-        (Some(a), Some(b)) if a == b => format!("`{a}`"),
-        (Some(a), Some(b)) => format!("MySQL `{a}`, MariaDB `{b}`"),
-        (Some(a), None) => format!("MySQL `{a}`"),
-        (None, Some(b)) => format!("MariaDB `{b}`"),
-        (None, None) => "-".into(),
+/// Each family's stage names, for the tables that spell them.
+const FAMILIES: [(&str, &[StageName]); 2] = [
+    ("MySQL", crate::family::commit::MYSQL_STAGES),
+    ("MariaDB", crate::family::commit::MARIADB_STAGES),
+];
+
+/// Stage names by family, spelled once: "`a`" where both families use
+/// the same, else "MySQL `a`, MariaDB `b`" ("-" for none).
+fn spelled(uses: &[(&str, &str)]) -> String {
+    match uses {
+        [] => "-".into(),
+        [(_, a), (_, b)] if a == b => format!("`{a}`"),
+        _ => uses
+            .iter()
+            .map(|(f, n)| format!("{f} `{n}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
     }
+}
+
+/// Each family's name of a kernel slot, [`spelled`].
+fn names_of(slot: CommitStage) -> String {
+    let uses: Vec<(&str, &str)> = FAMILIES
+        .iter()
+        .filter_map(|(f, stages)| stages.iter().find(|s| s.slot == slot).map(|s| (*f, s.name)))
+        .collect();
+    spelled(&uses)
 }
 
 /// `cp_top`'s short names and the stages they stand for, for `--help`'s
 /// neighbours in docs/commit-path.md (the suite checks its copy).
 pub fn short_names() -> Vec<(String, String)> {
-    let families = [
-        ("MySQL", crate::family::commit::MYSQL_STAGES),
-        ("MariaDB", crate::family::commit::MARIADB_STAGES),
-    ];
     let mut rows: Vec<(String, Vec<(&str, &str)>)> = Vec::new();
-    for (family, stages) in families {
+    for (family, stages) in FAMILIES {
         for s in stages {
             match rows.iter_mut().find(|(k, _)| k == s.short) {
                 Some((_, v)) => v.push((family, s.name)),
@@ -82,17 +91,7 @@ pub fn short_names() -> Vec<(String, String)> {
     }
     let mut rows: Vec<(String, String)> = rows
         .into_iter()
-        .map(|(short, uses)| {
-            let meaning = match uses.as_slice() {
-                [(_, a), (_, b)] if a == b => format!("`{a}`"),
-                _ => uses
-                    .iter()
-                    .map(|(f, n)| format!("{f} `{n}`"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            };
-            (short, meaning)
-        })
+        .map(|(short, uses)| (short, spelled(&uses)))
         .collect();
     for (name, short) in IO_PARTS {
         rows.push((short.into(), format!("with --io: `{name}`")));

@@ -166,7 +166,9 @@ pub fn run() -> anyhow::Result<()> {
     if all.is_empty() {
         bail!("no `{MARK}ARGS -->` markers in README.md or docs/");
     }
-    for s in &all {
+    // Last block first: a block that grows or shrinks moves the lines
+    // below it, and the blocks above keep the lines they were found at.
+    for s in all.iter().rev() {
         let load = match s.args.iter().any(|a| a == "PID") {
             true => Some(loaded(&cs)?),
             false => None,
