@@ -364,8 +364,18 @@ fn exporter_window(mysqld: &Path, counter: &str) {
     let pid = source.to_string();
     let mut e = Exporter::start(&["--pid", &pid, "--window", "3", "--window-every", "0"]);
     e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
-    // The workload runs once the replica is up.
-    std::thread::sleep(Duration::from_secs(2));
+    // The workload runs once the replica is up and its table is loaded:
+    // ask for the window once the server's commits move (CI saw none
+    // within 22 s of a fixed 2 s wait, on a machine busy with builds).
+    let started = Instant::now();
+    while sample(&e.metrics(), "commitscope_status_commits_total", &[]).unwrap_or(0.0) == 0.0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "the workload never committed: {:#?}",
+            rest_of(&e.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
     let (a, _) = http_request(e.port, "POST", "/window", "*/*", None);
     assert!(a.contains("202"), "{a}");
     let asked = Instant::now();
