@@ -105,7 +105,9 @@ fn symbolized_mariadb_commits_split_at_the_redo_flush() {
 
 /// A known load lands where it belongs: one run, whose last ticks have a
 /// busy loop on each core beside it, shows those ticks' commits waiting
-/// longer for a CPU than its first ticks' did. One run rather than two:
+/// longer for a CPU than its first ticks' did (per commit, not as a share
+/// of the commit: the share saturates near 0.6, and background builds
+/// raised the first ticks' share to 0.48 in one CI run). One run rather than two:
 /// the same server, data and warm-up on both sides, at half the machine
 /// time. The loops run at nice -20, each pinned to its core: unpinned at
 /// nice -18 they raised the share only 1.3 times in a CI run, where the
@@ -182,7 +184,8 @@ fn symbolized_mariadb_commits_wait_for_a_cpu_beside_busy_loops() {
     // The run-queue share of the commits' time over some ticks, and the
     // server threads' share of theirs (no probe).
     let shares = |ts: &[&Value]| {
-        let (mut runq, mut whole, mut srv_runq, mut srv_all) = (0.0, 0.0, 0.0, 0.0);
+        let (mut runq, mut whole, mut srv_runq, mut srv_all, mut commits) =
+            (0.0, 0.0, 0.0, 0.0, 0.0);
         for t in ts {
             // A tick without commits (all of it warm-up, or the residual
             // after the workers stopped) has no means.
@@ -191,17 +194,31 @@ fn symbolized_mariadb_commits_wait_for_a_cpu_beside_busy_loops() {
             if n > 0.0 {
                 runq += n * f(&c["run_queue_us"]);
                 whole += n * f(&c["mean_us"]);
+                commits += n;
             }
             srv_runq += f(&t["server_runq_ms"]);
             srv_all += f(&t["server_runq_ms"]) + f(&t["server_cpu_ms"]);
         }
-        (runq / whole, srv_runq / srv_all)
+        (
+            runq / whole,
+            srv_runq / srv_all,
+            runq / commits,
+            whole / commits,
+        )
     };
-    let (alone, srv_alone) = shares(&ticks[1..4]);
-    let (busy, srv_busy) = shares(&ticks[5..]);
-    eprintln!("run-queue share of the commits: {alone:.3} alone, {busy:.3} beside the loops");
+    let (alone, srv_alone, a_abs, a_whole) = shares(&ticks[1..4]);
+    let (busy, srv_busy, b_abs, b_whole) = shares(&ticks[5..]);
+    eprintln!("run-queue share of the commits: {alone:.3} alone, {busy:.3} beside the loops; per commit {a_abs:.0} of {a_whole:.0} us alone, {b_abs:.0} of {b_whole:.0} us beside; server {srv_alone:.3} {srv_busy:.3}");
+    // Per commit, the wait for a CPU grows many times over (17-22 µs to
+    // 1,011-1,208 µs here, quiet or beside idle-priority loops); its share
+    // of the commit only rises, as the starved leader's followers wait
+    // blocked on it, not runnable (a CI run saw 0.477 then 0.583).
     assert!(
-        busy >= 1.5 * alone,
+        b_abs >= 5.0 * a_abs,
+        "run queue per commit {a_abs:.0} µs alone, {b_abs:.0} µs beside two busy loops: {ticks:?}"
+    );
+    assert!(
+        busy > alone,
         "run-queue share {alone:.3} alone, {busy:.3} beside two busy loops: {ticks:?}"
     );
     // The server's threads say the same without a probe.
