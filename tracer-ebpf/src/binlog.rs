@@ -8,20 +8,21 @@
 //! binlog sync closes the group.
 use aya_ebpf::{
     bindings::BPF_NOEXIST,
+    helpers::bpf_ktime_get_ns,
     macros::{map, uprobe, uretprobe},
     maps::{Array, HashMap, PerCpuArray},
     programs::{ProbeContext, RetProbeContext},
 };
 use tracer_ebpf::{
-    BinlogMarks, BinlogThread, CommitStage, Counter, HistKind, SizeHist, Split, Stamp, WaitKind,
-    MAX_THREADS,
+    BinlogMarks, BinlogThread, CloseReason, CommitStage, Counter, HistKind, SizeHist, Split, Stamp,
+    WaitKind, CLOSE_REASONS, MAX_THREADS,
 };
 
 use crate::{
     ack::ack_overlap,
     commit_path::{cp_add, cp_binlog_entered, cp_binlog_leave, cp_span},
     config::{cfg_u32, BINLOG_CLOSE_AT_FLUSH, PRED_G_ARG, PRED_G_MASK, PRED_G_OP, PRED_G_VALUE},
-    helpers::{add, bump, count_size, is_target, predicate, record_kind},
+    helpers::{add, bump, count_size, count_size_at, is_target, predicate, record_kind},
     sched::now_stamped,
     wait_state::{wait_begins, wait_ends, wait_led},
 };
@@ -29,6 +30,11 @@ use crate::{
 /// Binlog group sizes: commits per group, exact.
 #[map]
 static BINLOG_SIZES: PerCpuArray<SizeHist> = PerCpuArray::with_max_entries(1, 0);
+
+/// Binlog group sizes per [`CloseReason`] (its index).
+#[map]
+static BINLOG_CLOSED_SIZES: PerCpuArray<SizeHist> =
+    PerCpuArray::with_max_entries(CLOSE_REASONS as u32, 0);
 
 /// MySQL's sync-group marks (see `BinlogMarks`), shared by all CPUs.
 #[map]
@@ -78,6 +84,11 @@ pub(crate) fn binlog_thread(id: u64) -> Option<*mut BinlogThread> {
         redo_cpu: 0,
         redo_runq: 0,
         leading: 0,
+        fill_start: 0,
+        fill_delay: 0,
+        fill_steps: 0,
+        closed_by: 0,
+        fill_ns: 0,
     };
     let _ = BINLOG_THREADS.insert(id, zero, BPF_NOEXIST as u64);
     let p = BINLOG_THREADS.get_ptr_mut(id);
@@ -96,15 +107,22 @@ pub(crate) fn leads_flush_stage(id: u64) -> bool {
         .is_some_and(|t| unsafe { (*t).flush_start } != 0)
 }
 
-/// A group of `n` commits led by thread `leader` closes. Without the
-/// member probe (light tier) every group has 0 members: it is counted,
-/// its size is not.
+/// A group of `n` commits led by thread `leader` closes; its leader's
+/// wait for more commits ended as `closed_by` (a stored `1 + reason`)
+/// after `fill_ns`. Without the member probe (light tier) every group
+/// has 0 members: it is counted, its size is not. Counted under its
+/// reason even where the wait is not probed (all then `NoWait`): user
+/// space shows the reasons only where it is.
 #[inline(always)]
-pub(crate) fn binlog_group(n: u64, leader: u64) {
+pub(crate) fn binlog_group(n: u64, leader: u64, closed_by: u64, fill_ns: u64) {
     bump(Counter::BinlogGroups);
+    let reason = CloseReason::from_stored(closed_by);
+    bump(reason.groups());
+    add(reason.wait_ns(), fill_ns);
     if n > 0 {
         add(Counter::BinlogCommits, n);
         count_size(&BINLOG_SIZES, n);
+        count_size_at(&BINLOG_CLOSED_SIZES, reason as u32, n);
     }
     if leader == 0 {
         return;
@@ -373,8 +391,122 @@ pub fn binlog_flush_close(_ctx: RetProbeContext) -> u32 {
         add(Counter::BinlogWriteNs, now.saturating_sub(write));
     }
     if close_at_flush {
-        binlog_group(n, id);
+        let (closed_by, fill_ns) = take_closed_by(t);
+        binlog_group(n, id, closed_by, fill_ns);
     }
+    0
+}
+
+/// How thread state `t`'s last wait for more commits ended and its time,
+/// cleared: its group closes now.
+#[inline(always)]
+fn take_closed_by(t: *mut BinlogThread) -> (u64, u64) {
+    unsafe {
+        let r = ((*t).closed_by, (*t).fill_ns);
+        (*t).closed_by = 0;
+        (*t).fill_ns = 0;
+        r
+    }
+}
+
+/// A group's leader begins waiting for more commits: MySQL's sync leader
+/// in `Commit_stage_manager::wait_count_or_timeout(count, usec, stage)`
+/// (the delay, µs, its third argument after `this`), MariaDB's in
+/// `MYSQL_BIN_LOG::wait_for_sufficient_commits()` (no argument: the
+/// third register is not read there).
+#[uprobe]
+pub fn binlog_fill_entry(ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let Some(t) = binlog_thread(id) else { return 0 };
+    let delay: u64 = ctx.arg(2).unwrap_or(0);
+    unsafe {
+        (*t).fill_start = bpf_ktime_get_ns();
+        (*t).fill_delay = delay;
+        (*t).fill_steps = 0;
+    }
+    0
+}
+
+/// MySQL: one polling step of that wait (`my_sleep`), counted only
+/// inside it (the server sleeps elsewhere too).
+#[uprobe]
+pub fn binlog_fill_step(_ctx: ProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    if let Some(t) = BINLOG_THREADS.get_ptr_mut(id) {
+        unsafe {
+            if (*t).fill_start != 0 {
+                (*t).fill_steps += 1;
+            }
+        }
+    }
+    0
+}
+
+/// The wait ended as `reason`: stored for its group's close.
+#[inline(always)]
+fn fill_ends(reason: CloseReason) {
+    let Some(id) = is_target() else { return };
+    let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
+        return;
+    };
+    unsafe {
+        let start = (*t).fill_start;
+        if start == 0 {
+            return;
+        }
+        (*t).fill_start = 0;
+        bump(Counter::BinlogFills);
+        (*t).closed_by = reason as u64 + 1;
+        (*t).fill_ns = bpf_ktime_get_ns().saturating_sub(start);
+    }
+}
+
+/// MySQL: the wait returns. The server polls the queue, then sleeps a
+/// step of a tenth of the delay (at least 1 µs) and takes it off what is
+/// left, until nothing is left or the queue holds the count. So the
+/// delay's steps all taken is a timeout, fewer is the count reached, and
+/// no delay is no wait: the loop's own test, on its own numbers.
+#[uretprobe]
+pub fn binlog_fill_return(_ctx: RetProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let Some(t) = BINLOG_THREADS.get_ptr_mut(id) else {
+        return 0;
+    };
+    let (delay, steps) = unsafe { ((*t).fill_delay as i64, (*t).fill_steps) };
+    let reason = if delay <= 0 {
+        CloseReason::NoWait
+    } else {
+        let delay = delay as u64;
+        let step = if delay / 10 > 1 { delay / 10 } else { 1 };
+        // The steps the whole delay takes, rounded up (a division: the
+        // BPF target has no 128-bit multiply for an overflow check).
+        if steps >= delay.div_ceil(step) {
+            CloseReason::Timeout
+        } else {
+            CloseReason::Count
+        }
+    };
+    fill_ends(reason);
+    0
+}
+
+/// MariaDB: the wait's exits, each at the server's own add to the
+/// trigger counter of that name (`Binlog_group_commit_trigger_*`).
+#[uprobe]
+pub fn binlog_filled_count(_ctx: ProbeContext) -> u32 {
+    fill_ends(CloseReason::Count);
+    0
+}
+
+#[uprobe]
+pub fn binlog_filled_timeout(_ctx: ProbeContext) -> u32 {
+    fill_ends(CloseReason::Timeout);
+    0
+}
+
+#[uprobe]
+pub fn binlog_filled_lock_wait(_ctx: ProbeContext) -> u32 {
+    fill_ends(CloseReason::LockWait);
     0
 }
 
@@ -394,6 +526,9 @@ pub fn binlog_group_close(ctx: ProbeContext) -> u32 {
     let Some(m) = BINLOG_MARKS.get_ptr_mut(0) else {
         return 0;
     };
+    // This leader's wait for more commits just ended: the reason of the
+    // group it leads, which closes at the next leader's fetch.
+    let (closed_by, fill_ns) = take_closed_by(t);
     unsafe {
         let mark = (*t).mark;
         if mark == 0 {
@@ -407,8 +542,11 @@ pub fn binlog_group_close(ctx: ProbeContext) -> u32 {
         (*m).last = mark;
         let leader = (*m).leader;
         (*m).leader = id;
+        let (prev_by, prev_ns) = ((*m).closed_by, (*m).fill_ns);
+        (*m).closed_by = closed_by;
+        (*m).fill_ns = fill_ns;
         if last != 0 {
-            binlog_group(mark - last, leader);
+            binlog_group(mark - last, leader, prev_by, prev_ns);
         }
     }
     0

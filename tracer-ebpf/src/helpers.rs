@@ -127,7 +127,13 @@ pub(crate) fn xadd(p: *mut i64, v: i64) {
 /// One more group of `n` in an exact size histogram.
 #[inline(always)]
 pub(crate) fn count_size(map: &PerCpuArray<SizeHist>, n: u64) {
-    if let Some(h) = map.get_ptr_mut(0) {
+    count_size_at(map, 0, n);
+}
+
+/// [`count_size`] into the map's entry `at`.
+#[inline(always)]
+pub(crate) fn count_size_at(map: &PerCpuArray<SizeHist>, at: u32, n: u64) {
+    if let Some(h) = map.get_ptr_mut(at) {
         if let Some(slot) = unsafe { &mut *h }.counts.get_mut(size_slot(n)) {
             *slot += 1;
         }

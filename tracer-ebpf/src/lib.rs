@@ -129,10 +129,85 @@ pub enum Counter {
     /// waits with `rpl_semi_sync_source_wait_point=AFTER_COMMIT`.
     AckCommitCalls = 45,
     AckCommitNs = 46,
+    /// Binlog groups closed per [`CloseReason`] (in its order), where the
+    /// family's wait for a fuller group is probed.
+    BinlogClosedNoWait = 47,
+    BinlogClosedCount = 48,
+    BinlogClosedTimeout = 49,
+    BinlogClosedLockWait = 50,
+    /// The time their leaders spent in that wait, ns, per reason.
+    BinlogClosedNoWaitNs = 51,
+    BinlogClosedCountNs = 52,
+    BinlogClosedTimeoutNs = 53,
+    BinlogClosedLockWaitNs = 54,
+    /// Leaders' waits for a fuller group that ended (probed), whatever
+    /// their reason: one per group that waits, counted where the wait
+    /// ends, apart from the groups' count where the group closes.
+    BinlogFills = 55,
 }
 
 /// Number of `Counter` slots.
-pub const COUNTERS: u32 = 47;
+pub const COUNTERS: u32 = 56;
+
+/// Why a binlog group closed: what ended its leader's wait for more
+/// commits (MySQL's `binlog_group_commit_sync_delay` and
+/// `_no_delay_count`, MariaDB's `binlog_commit_wait_usec` and `_count`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// No wait: no delay is set (or, MariaDB, no wait count).
+    NoWait = 0,
+    /// The queue held the count.
+    Count = 1,
+    /// The delay ran out.
+    Timeout = 2,
+    /// MariaDB: a queued transaction has a lock waiter.
+    LockWait = 3,
+}
+
+/// Number of [`CloseReason`]s.
+pub const CLOSE_REASONS: usize = 4;
+
+impl CloseReason {
+    /// Every reason, in index order.
+    pub const ALL: [CloseReason; CLOSE_REASONS] = [
+        CloseReason::NoWait,
+        CloseReason::Count,
+        CloseReason::Timeout,
+        CloseReason::LockWait,
+    ];
+
+    /// Its groups' counter.
+    pub const fn groups(self) -> Counter {
+        match self {
+            CloseReason::NoWait => Counter::BinlogClosedNoWait,
+            CloseReason::Count => Counter::BinlogClosedCount,
+            CloseReason::Timeout => Counter::BinlogClosedTimeout,
+            CloseReason::LockWait => Counter::BinlogClosedLockWait,
+        }
+    }
+
+    /// Its leaders' wait, ns.
+    pub const fn wait_ns(self) -> Counter {
+        match self {
+            CloseReason::NoWait => Counter::BinlogClosedNoWaitNs,
+            CloseReason::Count => Counter::BinlogClosedCountNs,
+            CloseReason::Timeout => Counter::BinlogClosedTimeoutNs,
+            CloseReason::LockWait => Counter::BinlogClosedLockWaitNs,
+        }
+    }
+
+    /// From a stored `1 + index` (0: none stored, no wait).
+    #[inline(always)]
+    pub fn from_stored(v: u64) -> CloseReason {
+        match v {
+            2 => CloseReason::Count,
+            3 => CloseReason::Timeout,
+            4 => CloseReason::LockWait,
+            _ => CloseReason::NoWait,
+        }
+    }
+}
 
 /// Index into the `HISTS` per-CPU array.
 #[repr(u32)]
@@ -232,6 +307,17 @@ pub struct BinlogThread {
     /// Non-zero from its flush stage's start to its commit's return from
     /// the group commit: it leads a group (a waker of that role).
     pub leading: u64,
+    /// Its wait for a fuller group began (0: not waiting), the delay the
+    /// server passed to it (MySQL's µs; unused on MariaDB), and the
+    /// polling steps taken so far (MySQL's `my_sleep` calls inside it).
+    pub fill_start: u64,
+    pub fill_delay: u64,
+    pub fill_steps: u64,
+    /// How that wait ended, `1 + CloseReason` (0: no wait since its last
+    /// group closed), and how long it took, ns: taken by its group's
+    /// close.
+    pub closed_by: u64,
+    pub fill_ns: u64,
 }
 
 /// An open wait for a replica's acknowledgement, keyed by thread in
@@ -263,6 +349,10 @@ pub struct BinlogMarks {
     /// That leader's thread (pid_tgid): the group it opened is credited
     /// to it when the group closes.
     pub leader: u64,
+    /// How that leader's wait for a fuller group ended (its
+    /// `BinlogThread::closed_by`) and its time, ns: its group's reason.
+    pub closed_by: u64,
+    pub fill_ns: u64,
 }
 
 /// Buckets of the batch-size histogram as the exporter and the summary's
@@ -848,6 +938,8 @@ pub mod maps {
     pub const SYNC_START: &str = "SYNC_START";
     pub const IO_STATE: &str = "IO_STATE";
     pub const BINLOG_SIZES: &str = "BINLOG_SIZES";
+    /// Binlog group sizes per [`super::CloseReason`] (its index).
+    pub const BINLOG_CLOSED_SIZES: &str = "BINLOG_CLOSED_SIZES";
     pub const BINLOG_MARKS: &str = "BINLOG_MARKS";
     pub const BINLOG_THREADS: &str = "BINLOG_THREADS";
     pub const BINLOG_LEADERS: &str = "BINLOG_LEADERS";
@@ -915,6 +1007,17 @@ pub mod programs {
     /// alone (a light tier's exact window: the binlog's own queue wait
     /// stays with the exact tier).
     pub const BINLOG_ENTER_SPAN: &str = "binlog_enter_span";
+    /// A group's leader waits for more commits (MySQL's
+    /// `wait_count_or_timeout`, MariaDB's `wait_for_sufficient_commits`);
+    /// MySQL's polling steps in it (`my_sleep`) and its return.
+    pub const BINLOG_FILL_ENTRY: &str = "binlog_fill_entry";
+    pub const BINLOG_FILL_STEP: &str = "binlog_fill_step";
+    pub const BINLOG_FILL_RETURN: &str = "binlog_fill_return";
+    /// MariaDB: the wait's exits, at the server's own adds to its trigger
+    /// counters (instruction probes).
+    pub const BINLOG_FILLED_COUNT: &str = "binlog_filled_count";
+    pub const BINLOG_FILLED_TIMEOUT: &str = "binlog_filled_timeout";
+    pub const BINLOG_FILLED_LOCK_WAIT: &str = "binlog_filled_lock_wait";
     /// A semi-sync source's wait for its replica (see
     /// `Counter::AckSyncCalls`, `Counter::AckCommitCalls`).
     pub const ACK_SYNC_ENTRY: &str = "ack_sync_entry";
@@ -941,6 +1044,7 @@ pub mod programs {
         BINLOG_ENTER,
         BINLOG_ENTER_SPAN,
         BINLOG_FLUSH_OPEN,
+        BINLOG_FILL_ENTRY,
         BINLOG_REDO_ENTRY,
         BINLOG_SYNC_ENTRY,
         BINLOG_COMMIT_ENTRY,

@@ -4,7 +4,7 @@
 //! flush-stage leader asks InnoDB for one redo flush for its whole queue,
 //! so n_write:n_flush on the InnoDB side stays near 1 however many
 //! commits share each flush.
-use tracer_ebpf::{Counter, HistKind};
+use tracer_ebpf::{CloseReason, Counter, HistKind};
 
 use crate::{
     deltas::{counter_since, hist_since, ratio, SizeQuantiles},
@@ -123,6 +123,100 @@ impl Leaders {
     }
 }
 
+/// Why a binlog group closed: what ended its leader's wait for more
+/// commits (`CloseReason` by its name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// The no-delay count was reached (MySQL's
+    /// `binlog_group_commit_sync_no_delay_count`, MariaDB's
+    /// `binlog_commit_wait_count`).
+    Count,
+    /// The delay ran out (`binlog_group_commit_sync_delay`,
+    /// `binlog_commit_wait_usec`).
+    Timeout,
+    /// MariaDB: a queued transaction has a lock waiter.
+    LockWait,
+    /// No delay configured: the group closed at once.
+    NoWait,
+}
+
+impl Reason {
+    /// In the order they are shown.
+    pub const ALL: [Reason; 4] = [
+        Reason::Count,
+        Reason::Timeout,
+        Reason::LockWait,
+        Reason::NoWait,
+    ];
+
+    /// The name in JSON, CSV and the exporter's `reason` label.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Count => "count",
+            Reason::Timeout => "timeout",
+            Reason::LockWait => "lock_wait",
+            Reason::NoWait => "no_wait",
+        }
+    }
+
+    /// The kernel side's reason.
+    pub fn kernel(self) -> CloseReason {
+        match self {
+            Reason::Count => CloseReason::Count,
+            Reason::Timeout => CloseReason::Timeout,
+            Reason::LockWait => CloseReason::LockWait,
+            Reason::NoWait => CloseReason::NoWait,
+        }
+    }
+}
+
+/// The groups that closed for one reason.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ClosedBy {
+    pub reason: Reason,
+    pub groups: u64,
+    /// Commits per group (None without sizes: light tier).
+    pub mean_size: Option<f64>,
+    pub p99_size: Option<u64>,
+    /// The leaders' wait for more commits, µs per group (0 for no wait).
+    pub mean_wait_us: Option<f64>,
+}
+
+impl ClosedBy {
+    /// Every reason that closed a group between two snapshots.
+    fn between(prev: &Snapshot, cur: &Snapshot) -> Vec<ClosedBy> {
+        Reason::ALL
+            .iter()
+            .filter_map(|&reason| {
+                let k = reason.kernel();
+                let groups = counter_since(prev, cur, k.groups());
+                let sizes = crate::probes::snapshot::sizes_since(
+                    &prev.binlog_closed_sizes[k as usize],
+                    &cur.binlog_closed_sizes[k as usize],
+                );
+                let q = SizeQuantiles::of(&sizes);
+                let commits: u64 = sizes.iter().enumerate().map(|(n, c)| n as u64 * c).sum();
+                (groups > 0).then(|| ClosedBy {
+                    reason,
+                    groups,
+                    mean_size: ratio(commits, groups).filter(|_| commits > 0),
+                    p99_size: q.p99,
+                    mean_wait_us: ratio(counter_since(prev, cur, k.wait_ns()), groups)
+                        .map(|ns| ns / 1000.0),
+                })
+            })
+            .collect()
+    }
+
+    /// The groups of `reason` in `all`, 0 where none closed so.
+    pub fn groups_of(all: &[ClosedBy], reason: Reason) -> u64 {
+        all.iter()
+            .find(|c| c.reason == reason)
+            .map_or(0, |c| c.groups)
+    }
+}
+
 /// Binlog groups between two snapshots.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct BinlogGroups {
@@ -151,12 +245,21 @@ pub struct BinlogGroups {
     /// group); false where the binlog's groups are a second grouping after
     /// the redo's (MariaDB).
     pub forms_group: bool,
+    /// Why the groups closed, per reason with groups (None where the
+    /// family's wait for a fuller group is not probed).
+    pub closed_by: Option<Vec<ClosedBy>>,
 }
 
 impl BinlogGroups {
     /// The figures between two snapshots, checked against the kernel's
     /// binlog fsyncs over the same interval.
-    pub fn between(prev: &Snapshot, cur: &Snapshot, binlog_fsyncs: u64, forms_group: bool) -> Self {
+    pub fn between(
+        prev: &Snapshot,
+        cur: &Snapshot,
+        binlog_fsyncs: u64,
+        forms_group: bool,
+        closed_by: bool,
+    ) -> Self {
         let d = |c| counter_since(prev, cur, c);
         let sizes = crate::probes::snapshot::sizes_since(&prev.binlog_sizes, &cur.binlog_sizes);
         let q = SizeQuantiles::of(&sizes);
@@ -190,11 +293,23 @@ impl BinlogGroups {
             lost: d(Counter::BinlogLost),
             checks: Vec::new(),
             forms_group,
+            closed_by: closed_by.then(|| ClosedBy::between(prev, cur)),
         };
         if groups > 0 {
             b.checks.push(Check::new(
                 "groups",
                 groups,
+                "binlog fsyncs (kernel; one per group with sync_binlog=1)",
+                binlog_fsyncs,
+            ));
+        }
+        // Each leader that waits for a fuller group syncs its group once:
+        // the waits, counted where they end, against the kernel's syncs.
+        let fills = d(Counter::BinlogFills);
+        if closed_by && fills > 0 && binlog_fsyncs > 0 {
+            b.checks.push(Check::new(
+                "waits for a fuller group",
+                fills,
                 "binlog fsyncs (kernel; one per group with sync_binlog=1)",
                 binlog_fsyncs,
             ));
@@ -261,7 +376,7 @@ mod tests {
         cur.counters[Counter::BinlogCommits as usize] = 23;
         cur.counters[Counter::BinlogSyncs as usize] = 7;
         cur.counters[Counter::BinlogSyncNs as usize] = 7_000_000;
-        let mut b = BinlogGroups::between(&prev, &cur, 7, true);
+        let mut b = BinlogGroups::between(&prev, &cur, 7, true, false);
         assert_eq!((b.groups, b.commits), (7, 23));
         assert_eq!((b.p50, b.p90, b.max), (Some(1), Some(9), Some(9)));
         assert!((b.mean.unwrap() - 23.0 / 7.0).abs() < 1e-12);
@@ -275,7 +390,7 @@ mod tests {
         assert_eq!(b.checks[0].diff_pct, Some(0.0));
         assert!((b.checks[1].diff_pct.unwrap() + 100.0 / 24.0).abs() < 1e-9);
         // No group: nothing to check.
-        let mut none = BinlogGroups::between(&prev, &prev, 3, true);
+        let mut none = BinlogGroups::between(&prev, &prev, 3, true, false);
         none.check_commits(10);
         assert!(none.checks.is_empty());
     }

@@ -312,6 +312,9 @@ pub struct Columns {
     pub binlog: bool,
     /// ... and the commits group there (see `BinlogProfile::forms_group`).
     pub binlog_forms_group: bool,
+    /// ... and why each group closed (the family's wait for a fuller
+    /// group is probed).
+    pub binlog_closed_by: bool,
     /// `--commit-path`: the family's stage names in path order (None
     /// where the commit path is not probed).
     pub commit_stages: Option<&'static [StageName]>,
@@ -338,6 +341,7 @@ impl Columns {
                 io: false,
                 binlog: false,
                 binlog_forms_group: false,
+                binlog_closed_by: false,
                 commit_stages: None,
                 ack: Default::default(),
                 ack_hooks,
@@ -355,6 +359,7 @@ impl Columns {
                 io: false,
                 binlog: false,
                 binlog_forms_group: false,
+                binlog_closed_by: false,
                 commit_stages: None,
                 ack: Default::default(),
                 ack_hooks,
@@ -390,6 +395,7 @@ impl Columns {
         c.binlog = probes.binlog_counted();
         c.binlog_forms_group =
             c.binlog && plan.binlog.as_ref().is_some_and(|b| b.profile.forms_group);
+        c.binlog_closed_by = c.binlog && plan.binlog.as_ref().is_some_and(|b| b.close.is_ok());
         let family = Family::of(plan.server);
         c.commit_stages = probes.commit_path.then_some(family.stages);
         c.ack = probes.ack;
@@ -613,6 +619,7 @@ impl Interval {
                     cur,
                     binlog_fsync,
                     cols.binlog_forms_group,
+                    cols.binlog_closed_by,
                 )
             }),
             commit_path,

@@ -93,3 +93,107 @@ fn stock_mariadb_counts_its_binlog_groups_at_the_server_layer() {
     let s = binlog_run(&bin);
     assert!(s["header"]["legend"]["fallback"].is_string(), "{s}");
 }
+
+/// `binlog_commit_wait_count=10` and `_usec=3000` at 32 clients: why
+/// each group closed, probed at the server's own adds to its trigger
+/// counters, and those counters over the same window (`checks`).
+fn closed_by(mysqld: &std::path::Path, workload: &str) -> (Value, Value) {
+    let (s, err, wd) = managed_summary(
+        mysqld,
+        &[
+            "--threads",
+            "32",
+            "--duration",
+            "6",
+            "--workload",
+            workload,
+            "--server-option",
+            "log_bin=ON",
+            "--server-option",
+            "binlog_commit_wait_count=10",
+            "--server-option",
+            "binlog_commit_wait_usec=3000",
+        ],
+    );
+    assert_clean(wd.path());
+    let ctx = format!("{s}\n{err}");
+    let by = s["trace"]["binlog"]["closed_by"].clone();
+    let groups = |reason: &str| {
+        by.as_array()
+            .unwrap_or_else(|| panic!("no closed_by: {ctx}"))
+            .iter()
+            .find(|c| c["reason"] == reason)
+            .map_or(0, |c| u(&c["groups"]))
+    };
+    let server = |counter: &str| {
+        s["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["counter"] == counter)
+            .map(|c| (u(&c["server"]), u(&c["ours"])))
+    };
+    // Every reason against the server's counter: within one group (one
+    // may close on either side of the window's edge).
+    for (reason, counter) in [
+        ("count", "Binlog_group_commit_trigger_count"),
+        ("timeout", "Binlog_group_commit_trigger_timeout"),
+        ("lock_wait", "Binlog_group_commit_trigger_lock_wait"),
+    ] {
+        let ours = groups(reason);
+        match server(counter) {
+            Some((theirs, shown)) => {
+                assert_eq!(shown, ours, "{reason}: {ctx}");
+                assert!(
+                    ours.abs_diff(theirs) <= 1,
+                    "{reason} {ours} vs {counter} {theirs}: {ctx}"
+                );
+            }
+            // The server's counter stood still: no row, and none of ours.
+            None => assert!(ours <= 1, "{reason} {ours}, no {counter} row: {ctx}"),
+        }
+    }
+    // The reasons' groups are all the groups, and none closed with no
+    // wait (the count is set: every leader waits).
+    let b = &s["trace"]["binlog"];
+    let sum: u64 = by.as_array().unwrap().iter().map(|c| u(&c["groups"])).sum();
+    assert_eq!(sum, u(&b["groups"]), "{ctx}");
+    assert_eq!(groups("no_wait"), 0, "{ctx}");
+    (s, by)
+}
+
+#[test]
+fn symbolized_mariadb_says_why_each_binlog_group_closed() {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    let Some(bin) = symbolized_mariadbd() else {
+        return;
+    };
+    // The update workload: most groups fill to the count, some wait out
+    // the delay, each with its size and wait.
+    let (_, by) = closed_by(&bin, "update");
+    let (count, timeout) = (of_in(&by, "count"), of_in(&by, "timeout"));
+    assert!(u(&count["groups"]) > 0 && u(&timeout["groups"]) > 0, "{by}");
+    // Closed on the count: at least the count (the leader takes everyone
+    // queued by then); waited less than the delay.
+    assert!(f(&count["mean_size"]) >= 10.0, "{by}");
+    assert!(f(&count["mean_wait_us"]) < 3000.0, "{by}");
+    // Closed on the delay: waited all of it.
+    assert!(f(&timeout["mean_wait_us"]) >= 3000.0, "{by}");
+    // Hot-row: every transaction waits on the one row's lock, so each
+    // group closes on its lock waiter.
+    let (_, by) = closed_by(&bin, "hot-row");
+    let lock = of_in(&by, "lock_wait");
+    assert!(u(&lock["groups"]) > 100, "{by}");
+}
+
+/// The reason `r`'s entry of a `closed_by`.
+fn of_in(by: &Value, r: &str) -> Value {
+    by.as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["reason"] == r)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {r}: {by}"))
+}

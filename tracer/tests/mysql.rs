@@ -612,3 +612,95 @@ fn probes_lists_the_commit_paths_binlog_stages_and_semi_sync_hooks() {
         "{text}"
     );
 }
+
+/// The tuning question on the stock MySQL: a sweep over
+/// `binlog_group_commit_sync_delay` and `_no_delay_count` (both set by
+/// `SET GLOBAL`, one server), each cell's groups by why they closed:
+/// with the delay and the count, both reasons, summing to the binlog
+/// fsyncs; with the delay alone, all on the delay; without it, none
+/// waited. Then its chart of the reasons' shares per cell.
+#[test]
+fn a_sweep_over_the_sync_delay_and_count_says_why_groups_closed() {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    let wd = workdir();
+    let out = tempfile::tempdir().unwrap();
+    let (table, err) = run_ok(
+        commitscope()
+            .arg("sweep")
+            .arg("--mysqld")
+            .arg(stock_mysqld())
+            .args([
+                "--threads",
+                "32",
+                "--server-option",
+                "binlog_group_commit_sync_delay=0,3000",
+                "--server-option",
+                "binlog_group_commit_sync_no_delay_count=0,10",
+                "--duration",
+                "3",
+                "--warmup",
+                "1",
+                "--workdir",
+                wd.path().to_str().unwrap(),
+                "--out",
+                out.path().to_str().unwrap(),
+            ]),
+    );
+    assert!(err.contains("0 restarts"), "{err}");
+    let all = sweep_cells(out.path());
+    assert_eq!(all.len(), 4, "{all:?}");
+    let cell = |delay: u32, count: u32| {
+        let key = format!(
+            "threads=32 binlog_group_commit_sync_delay={delay} binlog_group_commit_sync_no_delay_count={count}"
+        );
+        all.iter()
+            .find(|c| c["key"] == key)
+            .unwrap_or_else(|| panic!("no cell {key}: {all:?}"))
+    };
+    // (reason, groups) of a cell, from its run's summary.
+    let reasons = |c: &Value| -> Vec<(String, u64)> {
+        c["run"]["trace"]["binlog"]["closed_by"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no closed_by: {c}"))
+            .iter()
+            .map(|r| (r["reason"].as_str().unwrap().to_string(), u(&r["groups"])))
+            .collect()
+    };
+    let both = cell(3000, 10);
+    let r = reasons(both);
+    let of = |r: &[(String, u64)], k: &str| r.iter().find(|x| x.0 == k).map_or(0, |x| x.1);
+    assert!(
+        of(&r, "count") > 0 && of(&r, "timeout") > 0,
+        "{r:?}: {both}"
+    );
+    let fsyncs = u(&both["run"]["trace"]["binlog_fsync"]);
+    let sum = of(&r, "count") + of(&r, "timeout");
+    assert!(sum.abs_diff(fsyncs) <= 1, "{r:?} vs {fsyncs} binlog fsyncs");
+    assert_eq!(sum, u(&both["run"]["trace"]["binlog"]["groups"]), "{both}");
+    // No count: every group waits the delay out.
+    let r = reasons(cell(3000, 0));
+    assert!(r.len() == 1 && r[0].0 == "timeout" && r[0].1 > 0, "{r:?}");
+    // No delay: nobody waits, whatever the count.
+    for count in [0, 10] {
+        let r = reasons(cell(0, count));
+        assert!(r.len() == 1 && r[0].0 == "no_wait" && r[0].1 > 0, "{r:?}");
+    }
+    let svg = std::fs::read_to_string(out.path().join("binlog_closed_by.svg")).unwrap();
+    let parts = [
+        "the count reached",
+        "the delay ran out",
+        "no wait (no delay set)",
+    ];
+    assert_chart_fits(&svg, &parts, Some(100.0));
+    let csv = std::fs::read_to_string(out.path().join("summary.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .contains("binlog_closed_timeout"),
+        "{csv}"
+    );
+    assert!(table.contains("Why the binlog groups closed"), "{table}");
+}

@@ -96,6 +96,7 @@ fn describe(name: &str, a: &Attached, symbol_source: String) -> ServerView {
         sync_timed: a.cols.sync_timed,
         anatomy: a.cols.anatomy,
         binlog: a.cols.binlog,
+        binlog_closed_by: a.cols.binlog_closed_by,
         tier: a.probes.tier,
         commit_counter: a.commits.is_some().then_some(commits::COUNTER),
         last_window: None,

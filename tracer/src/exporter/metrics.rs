@@ -33,6 +33,9 @@ pub struct ServerView {
     /// The binlog's groups are counted (exact tier, where the binary has
     /// their functions).
     pub binlog: bool,
+    /// ... and why each group closed (the family's wait for a fuller
+    /// group is probed).
+    pub binlog_closed_by: bool,
     pub unknown_sites: bool,
     /// The server's write calls are counted (not by light on the C
     /// library alone): without them no write series.
@@ -82,6 +85,25 @@ fn binlog_stages<'a, M: 'a>(
             .filter(|(_, t)| t.0 > 0)
             .map(move |(def, t)| (with(&l, "stage", def.name), f(t)))
     })
+}
+
+/// One row per server whose binlog groups' reasons are probed and
+/// reason: `f` of (groups, wait ns). Every reason, 0 included, so a
+/// rate over a reason that begins later has its start.
+fn binlog_closed<'a, M: 'a>(
+    servers: &'a [ServerView],
+    f: impl Fn((u64, u64)) -> M + Copy + 'a,
+) -> impl Iterator<Item = (Labels<'a>, M)> + 'a {
+    servers
+        .iter()
+        .filter(|v| v.binlog && v.binlog_closed_by)
+        .flat_map(move |v| {
+            let l = labels(v);
+            crate::binlog::Reason::ALL
+                .iter()
+                .zip(v.totals.binlog_closed)
+                .map(move |(r, t)| (with(&l, "reason", r.name()), f(t)))
+        })
 }
 
 /// One row per server and file class: `f` of that class's totals.
@@ -310,6 +332,20 @@ impl Collector for Exposition {
             s.iter()
                 .filter(|v| v.binlog)
                 .map(|v| (labels(v), c(v.totals.binlog_groups))),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_binlog_groups_closed",
+            "Binlog groups by why they closed: count (the no-delay count was reached), timeout (the delay ran out), lock_wait (MariaDB: a queued transaction has a lock waiter), no_wait (no delay set); both tiers, one probe per group",
+            None,
+            binlog_closed(s, |(n, _)| c(n)),
+        )?;
+        family(
+            &mut enc,
+            "commitscope_binlog_group_fill_wait",
+            "Time the binlog groups' leaders waited for more commits (binlog_group_commit_sync_delay, binlog_commit_wait_usec), summed, by why the group closed",
+            Some(&Unit::Seconds),
+            binlog_closed(s, |(_, ns)| ConstCounter::new(ns as f64 / 1e9)),
         )?;
         family(
             &mut enc,
@@ -948,6 +984,7 @@ mod tests {
             sync_timed: true,
             anatomy: false,
             binlog: true,
+            binlog_closed_by: true,
             unknown_sites: false,
             writes: true,
             tier: crate::probes::tier::Tier::Exact,

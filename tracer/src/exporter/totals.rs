@@ -55,6 +55,9 @@ pub struct Totals {
     pub binlog_sizes: [u64; BATCH_BUCKETS],
     /// Per binlog stage (`binlog::STAGES` order): passes and their ns.
     pub binlog_stages: [(u64, u64); crate::binlog::STAGES.len()],
+    /// Per reason a binlog group closed (`binlog::Reason::ALL` order):
+    /// the groups and their leaders' wait for more commits, ns.
+    pub binlog_closed: [(u64, u64); 4],
 }
 
 impl Default for Totals {
@@ -75,6 +78,7 @@ impl Default for Totals {
             binlog_commits: 0,
             binlog_sizes: [0; BATCH_BUCKETS],
             binlog_stages: [(0, 0); crate::binlog::STAGES.len()],
+            binlog_closed: [(0, 0); 4],
         }
     }
 }
@@ -124,6 +128,16 @@ impl Totals {
             for (sum, def) in self.binlog_stages.iter_mut().zip(&crate::binlog::STAGES) {
                 sum.0 += d.counter(def.count);
                 sum.1 += d.counter(def.ns);
+            }
+        }
+        if d.cols.binlog_closed_by {
+            for (sum, r) in self
+                .binlog_closed
+                .iter_mut()
+                .zip(crate::binlog::Reason::ALL)
+            {
+                sum.0 += d.counter(r.kernel().groups());
+                sum.1 += d.counter(r.kernel().wait_ns());
             }
         }
         if d.cols.anatomy {
@@ -187,6 +201,7 @@ mod tests {
             io: false,
             binlog: false,
             binlog_forms_group: false,
+            binlog_closed_by: false,
             commit_stages: None,
             ack: Default::default(),
             ack_hooks: &crate::family::MARIADB.ack,

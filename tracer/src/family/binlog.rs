@@ -50,6 +50,26 @@ pub struct BinlogProfile {
     /// per transaction in prepare: its commits group at the redo flush,
     /// and its binlog groups are a second grouping.
     pub forms_group: bool,
+    /// Where a group's leader waits for more commits before the group
+    /// closes, and how the wait's end says why it closed.
+    pub close_wait: Option<CloseWait>,
+}
+
+/// A leader's wait for a fuller group, per family.
+#[derive(Clone, Copy, Debug)]
+pub enum CloseWait {
+    /// MySQL's sync leader polls the queue (`function`, entry and return;
+    /// the delay in µs its third argument) in steps of a tenth of the
+    /// delay, one call to `step` each, until the queue holds the count or
+    /// the delay is spent: the steps taken say which.
+    Polled {
+        function: &'static [&'static str],
+        step: &'static [&'static str],
+    },
+    /// MariaDB's leader adds 1 to one of the server's three trigger
+    /// counters at each exit of `function` (probes/triggers.rs): each add
+    /// is probed.
+    Triggers { function: &'static [&'static str] },
 }
 
 /// `Commit_stage_manager::StageID::SYNC_STAGE` (flush 0, sync 1, commit 2,
@@ -81,6 +101,12 @@ pub const MYSQL: &[BinlogProfile] = &[BinlogProfile {
     // leader after it fetched its queue.
     redo: Some(&["_Z13ha_flush_logsb"]),
     forms_group: true,
+    // Called before every sync group's fetch when it syncs (and with
+    // `sync_binlog=0`), whatever the delay: no delay returns at once.
+    close_wait: Some(CloseWait::Polled {
+        function: &["_ZN20Commit_stage_manager21wait_count_or_timeoutEmlNS_7StageIDE"],
+        step: &["_Z8my_sleepl", "_Z8my_sleepm"],
+    }),
 }];
 
 /// MariaDB's rows.
@@ -110,5 +136,10 @@ pub const MARIADB: &[BinlogProfile] = &[
         // group: no redo flush inside its stages.
         redo: None,
         forms_group: false,
+        // Called only with `binlog_commit_wait_count` set: its groups
+        // are otherwise closed with no wait.
+        close_wait: Some(CloseWait::Triggers {
+            function: &["_ZN13MYSQL_BIN_LOG27wait_for_sufficient_commitsEv"],
+        }),
     },
 ];

@@ -9,7 +9,11 @@ use std::{num::NonZeroU32, path::Path};
 use aya::{programs::uprobe::UProbeLinkId, Ebpf};
 use tracer_ebpf::programs as prog;
 
-use super::{plan::BinlogPlan, symbols::Resolved, uprobe::attach_uprobe};
+use super::{
+    plan::{BinlogPlan, ClosePlan},
+    symbols::Resolved,
+    uprobe::attach_uprobe,
+};
 use crate::error::Result;
 
 /// Which of the per-commit probes go on.
@@ -52,6 +56,7 @@ pub fn attach(
     if let Some((at, _)) = &plan.group_close {
         put(prog::BINLOG_GROUP_CLOSE, at, "uprobe")?;
     }
+    attach_close_exits(plan, &mut put)?;
     if per.commit {
         put(prog::BINLOG_MEMBER, &plan.member, "uprobe")?;
     }
@@ -72,11 +77,48 @@ pub fn attach(
     if let Some(at) = &plan.redo {
         put(prog::BINLOG_REDO_ENTRY, at, "uprobe")?;
     }
+    if let Ok(ClosePlan::Polled { wait: at, .. } | ClosePlan::Triggers { wait: at, .. }) =
+        &plan.close
+    {
+        put(prog::BINLOG_FILL_ENTRY, at, "uprobe")?;
+    }
     put(prog::BINLOG_FLUSH_OPEN, &plan.flush_open, "uprobe")?;
     if per.commit {
         if let Some(at) = &plan.enter {
             put(prog::BINLOG_ENTER, at, "uprobe")?;
         }
+    }
+    Ok(())
+}
+
+/// Where a leader's wait for a fuller group ends (once per group, light
+/// tier too): MySQL's return and its steps, MariaDB's exits' adds (each
+/// an instruction inside the wait: its site is probed, not its entry).
+fn attach_close_exits(
+    plan: &BinlogPlan,
+    put: &mut impl FnMut(&'static str, &Resolved, &'static str) -> Result<()>,
+) -> Result<()> {
+    match &plan.close {
+        Ok(ClosePlan::Polled { wait, step }) => {
+            put(prog::BINLOG_FILL_RETURN, wait, "uretprobe")?;
+            put(prog::BINLOG_FILL_STEP, step, "uprobe")?;
+        }
+        Ok(ClosePlan::Triggers { wait, exits }) => {
+            for (name, offsets) in [
+                (prog::BINLOG_FILLED_COUNT, &exits.count),
+                (prog::BINLOG_FILLED_TIMEOUT, &exits.timeout),
+                (prog::BINLOG_FILLED_LOCK_WAIT, &exits.lock_wait),
+            ] {
+                for off in offsets {
+                    let site = Resolved {
+                        file_offset: *off,
+                        ..wait.clone()
+                    };
+                    put(name, &site, "uprobe (inside)")?;
+                }
+            }
+        }
+        Err(_) => {}
     }
     Ok(())
 }

@@ -22,6 +22,7 @@ pub mod settle;
 pub mod snapshot;
 pub mod symbols;
 pub mod tier;
+pub mod triggers;
 pub mod uprobe;
 pub mod wakeups;
 

@@ -130,12 +130,58 @@ pub struct BinlogPlan {
     /// left out, the rest still counts.
     pub enter: Option<Resolved>,
     pub redo: Option<Resolved>,
+    /// Where a leader's wait for a fuller group ends, by reason; or why
+    /// the reasons are not probed (said once).
+    pub close: std::result::Result<ClosePlan, String>,
+}
+
+/// The family's wait for a fuller group, found in the binary (see
+/// [`family::binlog::CloseWait`]).
+#[derive(Clone, Debug)]
+pub enum ClosePlan {
+    /// MySQL: the wait (entry and return) and its step.
+    Polled { wait: Resolved, step: Resolved },
+    /// MariaDB: the wait's entry and its exits' adds.
+    Triggers {
+        wait: Resolved,
+        exits: super::triggers::Triggers,
+    },
+}
+
+impl ClosePlan {
+    fn find(
+        r: &Resolver,
+        exe: &std::path::Path,
+        w: Option<family::binlog::CloseWait>,
+    ) -> std::result::Result<ClosePlan, String> {
+        use family::binlog::CloseWait;
+        let at = |names: &[&str]| {
+            r.resolve(names).filter(|x| x.out_of_line).ok_or_else(|| {
+                format!(
+                    "{} is not in the binary out of line",
+                    profiles::short_name(names[0])
+                )
+            })
+        };
+        match w.ok_or("this server's binlog row has no wait for a fuller group")? {
+            CloseWait::Polled { function, step } => Ok(ClosePlan::Polled {
+                wait: at(function)?,
+                step: at(step)?,
+            }),
+            CloseWait::Triggers { function } => {
+                let wait = at(function)?;
+                let exits = super::triggers::find(exe, &wait)
+                    .map_err(|e| format!("{}: {e}", profiles::short_name(&wait.symbol)))?;
+                Ok(ClosePlan::Triggers { wait, exits })
+            }
+        }
+    }
 }
 
 impl BinlogPlan {
     /// The first row whose every boundary is in `r` out of line (an
     /// inlined stage boundary has no return to probe).
-    fn find(r: &Resolver, server: Option<ServerId>) -> Option<BinlogPlan> {
+    fn find(r: &Resolver, server: Option<ServerId>, exe: &std::path::Path) -> Option<BinlogPlan> {
         let at = |names: &[&str]| r.resolve(names).filter(|x| x.out_of_line);
         // A boundary the row names must be found; one it leaves out is not
         // probed.
@@ -158,6 +204,7 @@ impl BinlogPlan {
                 commit: opt(p.commit)?,
                 enter: p.enter.and_then(at),
                 redo: p.redo.and_then(at),
+                close: ClosePlan::find(r, exe, p.close_wait),
             })
         })
     }
@@ -286,7 +333,7 @@ impl Plan {
                 flush_missing,
                 server,
                 exe: target.exe.clone(),
-                binlog: BinlogPlan::find(&r, server),
+                binlog: BinlogPlan::find(&r, server, &target.exe),
                 commit: r.resolve(profiles::COMMIT_SPAN).filter(|x| x.out_of_line),
                 ack: AckPlan::find(&r, server),
                 debug_looked_for: r.looked_for,
@@ -308,7 +355,7 @@ impl Plan {
                 flush_missing: Vec::new(),
                 server,
                 exe: target.exe.clone(),
-                binlog: BinlogPlan::find(&r, server),
+                binlog: BinlogPlan::find(&r, server, &target.exe),
                 commit: r.resolve(profiles::COMMIT_SPAN).filter(|x| x.out_of_line),
                 ack: AckPlan::find(&r, server),
                 debug_looked_for: r.looked_for,

@@ -35,6 +35,11 @@ impl Probes {
     /// An exact size histogram ([`SizeHist`]) summed over CPUs, cut after
     /// its last non-zero slot (one read of the whole per-CPU value).
     fn sizes(&self, map: &'static str) -> Result<Vec<u64>> {
+        self.sizes_at(map, 0)
+    }
+
+    /// The exact sizes of entry `at` of `map`, summed over CPUs.
+    fn sizes_at(&self, map: &'static str, at: u32) -> Result<Vec<u64>> {
         let err = |detail: String| Error::MapRead { map, detail };
         let m: PerCpuArray<_, SizeHist> = PerCpuArray::try_from(
             self.ebpf
@@ -43,7 +48,7 @@ impl Probes {
         )
         .map_err(|e| err(e.to_string()))?;
         let mut out = vec![0u64; tracer_ebpf::EXACT_SIZES];
-        for h in m.get(&0, 0).map_err(|e| err(e.to_string()))?.iter() {
+        for h in m.get(&at, 0).map_err(|e| err(e.to_string()))?.iter() {
             for (acc, n) in out.iter_mut().zip(h.counts) {
                 *acc += n;
             }
@@ -134,6 +139,11 @@ impl Probes {
         }
         snap.batch = self.sizes(maps::BATCH)?;
         snap.binlog_sizes = self.sizes(maps::BINLOG_SIZES)?;
+        if self.binlog {
+            for (i, out) in snap.binlog_closed_sizes.iter_mut().enumerate() {
+                *out = self.sizes_at(maps::BINLOG_CLOSED_SIZES, i as u32)?;
+            }
+        }
         if self.commit_path {
             snap.commit_path = Some(self.commit_totals()?);
         }

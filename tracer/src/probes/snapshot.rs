@@ -18,6 +18,9 @@ pub struct Snapshot {
     pub batch: Vec<u64>,
     /// Binlog groups per exact size in commits (empty: none counted).
     pub binlog_sizes: Vec<u64>,
+    /// The same per [`tracer_ebpf::CloseReason`] (its index): why each
+    /// group closed.
+    pub binlog_closed_sizes: [Vec<u64>; tracer_ebpf::CLOSE_REASONS],
     /// Binlog groups led, per leader thread (pid_tgid; empty where the
     /// binlog is not probed).
     pub binlog_leaders: HashMap<u64, u64>,
@@ -101,6 +104,7 @@ impl Default for Snapshot {
             fds: HashMap::new(),
             batch: Vec::new(),
             binlog_sizes: Vec::new(),
+            binlog_closed_sizes: Default::default(),
             binlog_leaders: HashMap::new(),
             commits: 0,
             commit_path: None,
@@ -152,6 +156,13 @@ impl Snapshot {
         }
         add_sizes(&mut self.batch, &other.batch);
         add_sizes(&mut self.binlog_sizes, &other.binlog_sizes);
+        for (a, b) in self
+            .binlog_closed_sizes
+            .iter_mut()
+            .zip(&other.binlog_closed_sizes)
+        {
+            add_sizes(a, b);
+        }
         for (tid, n) in &other.binlog_leaders {
             *self.binlog_leaders.entry(*tid).or_default() += n;
         }

@@ -95,6 +95,34 @@ pub struct CellBinlog {
     pub mean: Option<f64>,
     pub p50: Option<u64>,
     pub p99: Option<u64>,
+    /// Groups per reason they closed, where the reasons were probed
+    /// (absent in cells recorded before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub closed_by: Vec<CellClosedBy>,
+}
+
+impl CellBinlog {
+    /// The share of the groups that closed for `reason` (0 to 1; None
+    /// where the reasons were not probed).
+    pub fn closed_share(&self, reason: crate::binlog::Reason) -> Option<f64> {
+        let all: u64 = self.closed_by.iter().map(|c| c.groups).sum();
+        (all > 0).then(|| {
+            let n = self
+                .closed_by
+                .iter()
+                .filter(|c| c.reason == reason)
+                .map(|c| c.groups)
+                .sum::<u64>();
+            n as f64 / all as f64
+        })
+    }
+}
+
+/// A cell's groups that closed for one reason.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellClosedBy {
+    pub reason: crate::binlog::Reason,
+    pub groups: u64,
 }
 
 /// A cell's commit path: the commits' mean time in the server, and each

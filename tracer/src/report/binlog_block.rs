@@ -48,6 +48,23 @@ pub fn write(out: &mut impl Write, b: Option<&BinlogGroups>) {
             b.flush_groups
         );
     }
+    if let Some(by) = b.closed_by.as_deref().filter(|v| !v.is_empty()) {
+        let parts: Vec<String> = by
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {} ({:.1} %; {} per group, p99 {}; waited {} us)",
+                    c.reason.name(),
+                    c.groups,
+                    c.groups as f64 / b.groups.max(1) as f64 * 100.0,
+                    opt_f(c.mean_size, 1),
+                    opt_u(c.p99_size),
+                    opt_f(c.mean_wait_us, 0)
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "  closed by: {}", parts.join(" | "));
+    }
     let stages: Vec<String> = b
         .stages
         .iter()

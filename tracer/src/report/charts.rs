@@ -2,7 +2,8 @@
 //! flush, redo fsync p99 and batch size (p50 and p99), each against
 //! threads, one line per setting (two for the batch sizes); where binlog
 //! groups were counted, their size (mean and p99); with `--io`, each
-//! cell's redo fsync split into device, journal and other.
+//! cell's redo fsync split into device, journal and other; where the
+//! binlog groups' reasons were probed, why each cell's groups closed.
 //! SVG keeps the text as text: any viewer's fonts render it.
 use std::path::{Path, PathBuf};
 
@@ -154,6 +155,22 @@ pub fn write_all(dir: &Path, g: &Grid, workload: &str) -> Result<Vec<PathBuf>> {
                 bars,
             )
         },
+        {
+            let (keys, bars) = closed_bars(g);
+            (
+                "binlog_closed_by.svg",
+                Stack {
+                    title: format!("{workload}: why the binlog groups closed, per cell"),
+                    y_desc: "share of the cell's binlog groups (%)",
+                    parts: crate::binlog::Reason::ALL
+                        .map(|r| closed_part(r).to_string())
+                        .to_vec(),
+                    keys,
+                    fixed_top: Some(100.0),
+                },
+                bars,
+            )
+        },
         (
             "commit_sched.svg",
             Stack {
@@ -207,6 +224,50 @@ fn sched_bars(g: &Grid) -> Vec<Bar> {
         }
     }
     out
+}
+
+/// A reason's part in `binlog_closed_by.svg`.
+fn closed_part(r: crate::binlog::Reason) -> &'static str {
+    use crate::binlog::Reason;
+    match r {
+        Reason::Count => "the count reached",
+        Reason::Timeout => "the delay ran out",
+        Reason::LockWait => "a lock waiter queued",
+        Reason::NoWait => "no wait (no delay set)",
+    }
+}
+
+/// Cells whose binlog groups have their reasons, in table order: each
+/// reason's share of the groups, in percent; and the legend's lines, the
+/// column letters then each cell's throughput, commit p99 and mean group
+/// size (what the delay and the count trade).
+fn closed_bars(g: &Grid) -> (Vec<String>, Vec<Bar>) {
+    let mut keys = column_keys(g);
+    let mut bars = Vec::new();
+    for &row in &g.rows {
+        for (ci, col) in g.columns.iter().enumerate() {
+            let Some((r, b)) = g
+                .get(row, ci)
+                .and_then(|r| Some((r, r.binlog.as_ref()?)))
+                .filter(|(_, b)| !b.closed_by.is_empty())
+            else {
+                continue;
+            };
+            let label = bar_label(g, row.1, ci, col);
+            keys.push(format!(
+                "{label}: {:.0} {}, p99 {:.1} ms, {} per group",
+                g.throughput(r),
+                if g.tpcc { "tpmC" } else { "tps" },
+                r.latency_p99_us as f64 / 1000.0,
+                b.mean.map_or_else(|| "-".into(), |m| format!("{m:.1}"))
+            ));
+            let shares = crate::binlog::Reason::ALL
+                .map(|reason| 100.0 * b.closed_share(reason).unwrap_or(0.0))
+                .to_vec();
+            bars.push((label, shares));
+        }
+    }
+    (keys, bars)
 }
 
 /// One cell's bar: its label and its parts, stacked in order.

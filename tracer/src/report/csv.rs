@@ -78,8 +78,21 @@ fn columns() -> Vec<&'static str> {
         "server_cpu_ms",
         "server_runq_ms",
     ]);
+    c.extend(CLOSED_BY.iter().map(|(_, col)| *col));
     c
 }
+
+/// Binlog groups per reason they closed (empty where the reasons are not
+/// probed): last, so the columns before keep their places.
+const CLOSED_BY: [(crate::binlog::Reason, &str); 4] = {
+    use crate::binlog::Reason;
+    [
+        (Reason::Count, "binlog_closed_count"),
+        (Reason::Timeout, "binlog_closed_timeout"),
+        (Reason::LockWait, "binlog_closed_lock_wait"),
+        (Reason::NoWait, "binlog_closed_no_wait"),
+    ]
+};
 
 pub struct Csv<W: Write> {
     out: W,
@@ -200,6 +213,12 @@ pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
         t.and_then(|t| t.server_runq_ms),
     ] {
         row.push(cell(v.map(|v| format!("{v:.1}"))));
+    }
+    let by = b.and_then(|b| b.closed_by.as_deref());
+    for (reason, _) in CLOSED_BY {
+        row.push(cell(
+            by.map(|by| crate::binlog::ClosedBy::groups_of(by, reason)),
+        ));
     }
     row
 }

@@ -290,10 +290,15 @@ impl<W: Write> RunSink for Live<W> {
                 o,
                 "server counters over the same window (SHOW GLOBAL STATUS):"
             );
+            // Widths from the rows themselves: MariaDB's trigger counters
+            // and their labels run longer than the rest.
+            let (wn, wl) = s.checks.iter().fold((22, 26), |(n, l), c| {
+                (n.max(c.counter.len()), l.max(c.ours_is.label().len()))
+            });
             for c in &s.checks {
                 let _ = writeln!(
                     o,
-                    "  {:<22} {:>10}   ours {:>10}  {:<26} {}",
+                    "  {:<wn$} {:>10}   ours {:>10}  {:<wl$} {}",
                     c.counter,
                     c.server,
                     c.ours,

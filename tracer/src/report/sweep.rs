@@ -82,7 +82,66 @@ pub fn markdown(meta: &Meta, g: &Grid) -> String {
         s.push('\n');
     }
     io_table(&mut s, g);
+    closed_table(&mut s, g);
     s
+}
+
+/// Where the binlog's groups were probed with their reasons: a table of
+/// what each cell's groups closed on, beside its throughput, commit p99
+/// and group size (the tuning of the delay and the count).
+fn closed_table(s: &mut String, g: &Grid) {
+    use crate::binlog::Reason;
+    fn by(r: &CellRecord) -> Option<&crate::records::cells::CellBinlog> {
+        r.binlog.as_ref().filter(|b| !b.closed_by.is_empty())
+    }
+    let cells = || {
+        g.rows
+            .iter()
+            .flat_map(|&row| (0..g.columns.len()).map(move |ci| (row, ci)))
+    };
+    if !cells().any(|(row, ci)| g.get(row, ci).is_some_and(|r| by(r).is_some())) {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nWhy the binlog groups closed; each cell: {} · commit p99 ms · commits per group · shares of the groups closed on the count / the delay / a lock wait / with no wait\n",
+        g.unit()
+    );
+    let _ = write!(s, "| threads |");
+    for c in &g.columns {
+        let _ = write!(s, " {c} |");
+    }
+    let _ = write!(s, "\n|---:|");
+    for _ in &g.columns {
+        let _ = write!(s, "---:|");
+    }
+    s.push('\n');
+    for &row in &g.rows {
+        let _ = write!(s, "| {} |", row.1);
+        for ci in 0..g.columns.len() {
+            let text = match g.get(row, ci).and_then(|r| Some((r, by(r)?))) {
+                Some((r, b)) => {
+                    let share = |reason| {
+                        b.closed_share(reason)
+                            .map_or_else(|| "-".into(), |v| format!("{:.0} %", v * 100.0))
+                    };
+                    format!(
+                        "{:.1} · {:.1} · {} · {} / {} / {} / {}",
+                        g.throughput(r),
+                        r.latency_p99_us as f64 / 1000.0,
+                        b.mean.map_or_else(|| "-".into(), |m| format!("{m:.1}")),
+                        share(Reason::Count),
+                        share(Reason::Timeout),
+                        share(Reason::LockWait),
+                        share(Reason::NoWait)
+                    )
+                }
+                None => "-".into(),
+            };
+            let _ = write!(s, " {text} |");
+        }
+        s.push('\n');
+    }
 }
 
 /// With `--io`: a second table, each cell's mean redo fsync split into
@@ -130,7 +189,7 @@ fn io_table(s: &mut String, g: &Grid) {
     }
 }
 
-const CSV_HEADER: &str = "workload,warehouses,threads,settings,tps,tpmc,commits,commits_per_flush,n_write,n_flush,write_per_flush,redo_fsync,redo_fsync_p99_us,batch_p50,batch_p99,latency_p50_us,latency_p99_us,errors,measured_s,rows,rows_elapsed_s,io_requests_per_sync,io_kib_per_sync,io_cache_flushes_per_sync,fsync_device_us,fsync_journal_us,fsync_other_us,binlog_groups,binlog_mean,binlog_p50,binlog_p99,cp_mean_us,cp_p99_us,cp_top_stage,cp_top_share,cp_unattributed_share,key";
+const CSV_HEADER: &str = "workload,warehouses,threads,settings,tps,tpmc,commits,commits_per_flush,n_write,n_flush,write_per_flush,redo_fsync,redo_fsync_p99_us,batch_p50,batch_p99,latency_p50_us,latency_p99_us,errors,measured_s,rows,rows_elapsed_s,io_requests_per_sync,io_kib_per_sync,io_cache_flushes_per_sync,fsync_device_us,fsync_journal_us,fsync_other_us,binlog_groups,binlog_mean,binlog_p50,binlog_p99,cp_mean_us,cp_p99_us,cp_top_stage,cp_top_share,cp_unattributed_share,binlog_closed_count,binlog_closed_timeout,binlog_closed_lock_wait,binlog_closed_no_wait,key";
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
@@ -146,12 +205,19 @@ pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
             let Some(r) = g.get(row, ci) else { continue };
             let cp = r.commit_path.as_ref();
             let top = cp.and_then(|c| c.top());
+            let closed = |reason| {
+                opt(r
+                    .binlog
+                    .as_ref()
+                    .and_then(|b| b.closed_share(reason))
+                    .map(|v| format!("{v:.4}")))
+            };
             let io = |f: fn(&crate::records::cells::CellIo) -> Option<f64>| {
                 opt(r.io.as_ref().and_then(f).map(|v| format!("{v:.2}")))
             };
             let _ = writeln!(
                 csv,
-                "{},{},{},\"{}\",{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{},{},\"{}\"",
+                "{},{},{},\"{}\",{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{},{},{},{},{},{},\"{}\"",
                 meta.workload,
                 opt(r.warehouses),
                 r.threads,
@@ -188,6 +254,10 @@ pub fn write_summaries(dir: &Path, meta: &Meta, g: &Grid) -> Result<()> {
                 top.map_or("", |s| s.stage.as_str()),
                 opt(top.map(|s| format!("{:.4}", s.share))),
                 opt(cp.map(|c| format!("{:.4}", c.share(crate::commit_path::UNATTRIBUTED)))),
+                closed(crate::binlog::Reason::Count),
+                closed(crate::binlog::Reason::Timeout),
+                closed(crate::binlog::Reason::LockWait),
+                closed(crate::binlog::Reason::NoWait),
                 r.key
             );
             let mut v = serde_json::to_value(r).unwrap_or_default();

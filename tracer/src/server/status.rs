@@ -77,6 +77,11 @@ pub enum Ours {
     BinlogGroups,
     /// Commits those groups carried.
     BinlogGroupCommits,
+    /// Binlog groups our probes saw close on the count, the delay, or a
+    /// lock waiter (the leader's wait for a fuller group).
+    ClosedByCount,
+    ClosedByTimeout,
+    ClosedByLockWait,
     /// A semi-sync source's waits for its replica, at the probed hook.
     AckWaits,
     /// Their time summed, µs.
@@ -93,6 +98,9 @@ impl Ours {
             Ours::BinlogFsyncs => "binlog fsyncs (kernel)",
             Ours::BinlogGroups => "binlog groups (probes)",
             Ours::BinlogGroupCommits => "their commits (probes)",
+            Ours::ClosedByCount => "groups closed by the count (probes)",
+            Ours::ClosedByTimeout => "groups closed by the delay (probes)",
+            Ours::ClosedByLockWait => "groups closed by a lock wait (probes)",
             Ours::AckWaits => "semi-sync waits (probes)",
             Ours::AckWaitUs => "their µs (probes)",
         }
@@ -111,6 +119,14 @@ pub const PAIRS: &[(&str, Ours)] = &[
     // MariaDB's own count of what its binlog probes count.
     ("Binlog_group_commits", Ours::BinlogGroups),
     ("Binlog_commits", Ours::BinlogGroupCommits),
+    // MariaDB's counts of why its groups closed, added to at the exits
+    // the probes sit on.
+    ("Binlog_group_commit_trigger_count", Ours::ClosedByCount),
+    ("Binlog_group_commit_trigger_timeout", Ours::ClosedByTimeout),
+    (
+        "Binlog_group_commit_trigger_lock_wait",
+        Ours::ClosedByLockWait,
+    ),
     // A semi-sync source's acknowledged transactions (MySQL at
     // AFTER_SYNC: groups) and the time they waited, µs.
     ("Rpl_semi_sync_source_yes_tx", Ours::AckWaits),
@@ -199,6 +215,9 @@ pub struct OurCounts {
     /// None where the binlog's groups are not probed: no row then.
     pub binlog_groups: Option<u64>,
     pub binlog_group_commits: Option<u64>,
+    /// Groups per reason (count, timeout, lock wait); None where the
+    /// reasons are not probed.
+    pub closed_by: Option<[u64; 3]>,
     /// None where the semi-sync hooks are not probed or never waited.
     pub ack_waits: Option<u64>,
     pub ack_wait_us: Option<u64>,
@@ -216,6 +235,9 @@ impl OurCounts {
             Ours::BinlogFsyncs => self.binlog_groups.is_none().then_some(self.binlog_fsyncs),
             Ours::BinlogGroups => self.binlog_groups,
             Ours::BinlogGroupCommits => self.binlog_group_commits,
+            Ours::ClosedByCount => self.closed_by.map(|c| c[0]),
+            Ours::ClosedByTimeout => self.closed_by.map(|c| c[1]),
+            Ours::ClosedByLockWait => self.closed_by.map(|c| c[2]),
             Ours::AckWaits => self.ack_waits,
             Ours::AckWaitUs => self.ack_wait_us,
         }

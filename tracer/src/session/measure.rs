@@ -263,6 +263,14 @@ impl Stage {
                             .as_ref()
                             .filter(|b| b.commits > 0)
                             .map(|b| b.commits),
+                        closed_by: t.binlog.as_ref().and_then(|b| {
+                            use crate::binlog::{ClosedBy, Reason};
+                            let by = b.closed_by.as_deref()?;
+                            Some(
+                                [Reason::Count, Reason::Timeout, Reason::LockWait]
+                                    .map(|r| ClosedBy::groups_of(by, r)),
+                            )
+                        }),
                         ack_waits: t.replication.as_ref().map(|a| a.waits),
                         ack_wait_us: t.replication.as_ref().map(|a| a.total_us),
                     },

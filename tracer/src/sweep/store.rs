@@ -13,8 +13,8 @@ use crate::{
     error::{Error, Result},
     records::{
         cells::{
-            read_cells, read_meta, CellBinlog, CellCommitPath, CellIo, CellRecord, Meta, Setting,
-            CELLS, META,
+            read_cells, read_meta, CellBinlog, CellClosedBy, CellCommitPath, CellIo, CellRecord,
+            Meta, Setting, CELLS, META,
         },
         run::RunSummary,
     },
@@ -61,6 +61,15 @@ impl CellRecord {
                     mean: b.mean,
                     p50: b.p50,
                     p99: b.p99,
+                    closed_by: b
+                        .closed_by
+                        .iter()
+                        .flatten()
+                        .map(|c| CellClosedBy {
+                            reason: c.reason,
+                            groups: c.groups,
+                        })
+                        .collect(),
                 }),
             latency_p50_us: s.workload.latency.p50_us,
             latency_p99_us: s.workload.latency.p99_us,
