@@ -61,7 +61,6 @@ pub enum Command {
     /// Serve every server's group-commit figures to Prometheus (GET /metrics) until SIGTERM.
     #[command(
         after_long_help = crate::help_text::codes_after_help("exporter"),
-        mut_arg("io", |a| a.hide(true)),
         mut_arg("wakeups", |a| a.hide(true))
     )]
     Exporter(ExporterArgs),

@@ -792,3 +792,32 @@ pub fn assert_chart_fits(svg: &str, labels: &[&str], top: Option<f64>) {
         );
     }
 }
+
+/// The pid of the managed server under `wd` started with `--server-id=N`
+/// (1: the source, 2: the replica; commitscope's own command line names
+/// the workdir too).
+pub fn server_with_id(wd: &Path, id: u32) -> Option<u32> {
+    let flag = format!("--server-id={id}");
+    servers_under(wd).into_iter().find(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).contains(&flag))
+            .unwrap_or(false)
+    })
+}
+
+/// Waits (at most 2 min) until both managed servers under `wd` run:
+/// (source, replica).
+pub fn both_servers(wd: &Path) -> (u32, u32) {
+    let started = Instant::now();
+    loop {
+        if let (Some(s), Some(r)) = (server_with_id(wd, 1), server_with_id(wd, 2)) {
+            return (s, r);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no pair under {}",
+            wd.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

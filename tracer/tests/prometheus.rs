@@ -73,6 +73,86 @@ fn wait_http(port: u16, path: &str, what: &str) {
     panic!("{what} did not answer on port {port} within 60 s");
 }
 
+/// Debian's Prometheus on a loopback port, scraping `commitscope` targets
+/// (and a mysqld_exporter) every second with the shipped rules; killed
+/// and its data removed when dropped.
+struct Prometheus {
+    port: u16,
+    _child: Reaped,
+    _dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    fn start(rules: &std::path::Path, commitscope: &[u16], mysqld: Option<u16>) -> Prometheus {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("prometheus.yml");
+        let targets: Vec<String> = commitscope
+            .iter()
+            .map(|p| format!("'127.0.0.1:{p}'"))
+            .collect();
+        let mut yml = format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nscrape_configs:\n  - job_name: commitscope\n    static_configs:\n      - targets: [{}]\n",
+            rules.display(),
+            targets.join(", ")
+        );
+        if let Some(myport) = mysqld {
+            yml.push_str(&format!(
+                "  - job_name: mysqld\n    static_configs:\n      - targets: ['127.0.0.1:{myport}']\n"
+            ));
+        }
+        std::fs::write(&config, yml).unwrap();
+        let port = free_port();
+        let child = Reaped(
+            testkit::command("prometheus")
+                .arg(format!("--config.file={}", config.display()))
+                .arg(format!(
+                    "--storage.tsdb.path={}",
+                    dir.path().join("data").display()
+                ))
+                .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start prometheus"),
+        );
+        wait_http(port, "/-/ready", "prometheus");
+        Prometheus {
+            port,
+            _child: child,
+            _dir: dir,
+        }
+    }
+}
+
+/// The dashboard's queries (`$server` as every server), each with the
+/// title of the row its panel is in.
+fn dashboard_queries() -> Vec<(String, String)> {
+    let dash: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            testkit::workspace_root().join("contrib/grafana/commitscope.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut row = String::new();
+    let mut out = Vec::new();
+    for p in dash["panels"].as_array().unwrap() {
+        if p["type"] == "row" {
+            row = p["title"].as_str().unwrap_or_default().to_string();
+            continue;
+        }
+        for t in p["targets"].as_array().cloned().unwrap_or_default() {
+            if let Some(e) = t["expr"].as_str() {
+                out.push((row.clone(), e.replace("$server", ".*")));
+            }
+        }
+    }
+    out
+}
+
+/// The first row: the redo log's panels, which every server has.
+const REDO_ROW: &str = "Redo log group commit";
+
 #[test]
 fn prometheus_scrapes_figures_that_agree_with_the_server_and_the_main_command() {
     let Some(_lane) = root_shared() else {
@@ -134,33 +214,8 @@ fn prometheus_scrapes_figures_that_agree_with_the_server_and_the_main_command() 
     );
     wait_http(myport, "/metrics", "prometheus-mysqld-exporter");
 
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nscrape_configs:\n  - job_name: commitscope\n    static_configs:\n      - targets: ['127.0.0.1:{}', '127.0.0.1:{}']\n  - job_name: mysqld\n    static_configs:\n      - targets: ['127.0.0.1:{myport}']\n",
-            rules.display(),
-            e.port,
-            ex.port
-        ),
-    )
-    .unwrap();
-    let pport = free_port();
-    let _prometheus = Reaped(
-        testkit::command("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start prometheus"),
-    );
-    wait_http(pport, "/-/ready", "prometheus");
+    let prom = Prometheus::start(&rules, &[e.port, ex.port], Some(myport));
+    let pport = prom.port;
     // Two scrapes of each target before the workload: the baseline.
     let deadline = Instant::now() + Duration::from_secs(30);
     while query(
@@ -267,20 +322,12 @@ fn prometheus_scrapes_figures_that_agree_with_the_server_and_the_main_command() 
         );
     }
 
-    // Every expression of the dashboard has data.
-    let dash: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            testkit::workspace_root().join("contrib/grafana/commitscope.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let exprs: Vec<String> = dash["panels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
-        .filter_map(|t| t["expr"].as_str().map(|s| s.replace("$server", ".*")))
+    // Every expression of the dashboard's redo row has data (the other
+    // rows need a binlog, a replica and --io: the MySQL test's).
+    let exprs: Vec<String> = dashboard_queries()
+        .into_iter()
+        .filter(|(row, _)| row == REDO_ROW)
+        .map(|(_, q)| q)
         .collect();
     assert!(exprs.len() >= 6, "{exprs:?}");
     for q in exprs {
@@ -293,4 +340,109 @@ fn prometheus_scrapes_figures_that_agree_with_the_server_and_the_main_command() 
         let (code, said) = x.stop(libc::SIGTERM);
         assert_eq!(code, Some(0), "{said:#?}");
     }
+}
+
+/// Every panel of the dashboard has data from a real Prometheus scraping
+/// two real exporters (light with exact windows, `--commit-path` and
+/// `--io`; exact with `--io`) on a stock MySQL semi-sync source the main
+/// command manages, with a sync delay and a no-delay count so that its
+/// binlog groups close for both reasons.
+#[test]
+fn every_dashboard_panel_has_data_on_a_semi_sync_mysql() {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    for tool in ["prometheus", "promtool"] {
+        if !has_tool(tool) {
+            testkit::skip(&format!(
+                "no {tool}: run `cargo xtask setup` (installs prometheus)"
+            ));
+            return;
+        }
+    }
+    let rules = testkit::workspace_root().join("contrib/prometheus/commitscope.rules.yml");
+    let wd = workdir();
+    let mut pair = commitscope()
+        .arg("--mysqld")
+        .arg(stock_mysqld())
+        .args(["--replica", "semi-sync", "--no-trace", "--threads", "16"])
+        .args([
+            "--server-option",
+            "binlog_group_commit_sync_delay=1000",
+            "--server-option",
+            "binlog_group_commit_sync_no_delay_count=6",
+        ])
+        .args([
+            "--duration",
+            "240",
+            "--workdir",
+            wd.path().to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (source, _) = both_servers(wd.path());
+    let pid = source.to_string();
+    let mut light = Exporter::start(&[
+        "--pid",
+        &pid,
+        "--window",
+        "2",
+        "--window-every",
+        "4",
+        "--commit-path",
+        "--io",
+    ]);
+    let mut exact = Exporter::start(&["--pid", &pid, "--probes", "exact", "--io"]);
+    for x in [&mut light, &mut exact] {
+        x.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
+    }
+    let prom = Prometheus::start(&rules, &[light.port, exact.port], None);
+    // Every query has data once the workload runs and a minute's rates
+    // and a window or two are in: asked until each has (at most 3 min).
+    let mut waiting = dashboard_queries();
+    let rows: Vec<String> = waiting.iter().map(|(r, _)| r.clone()).collect();
+    for want in [
+        REDO_ROW,
+        "Binlog group commit",
+        "Why the binlog groups closed",
+        "Commit path",
+        "Replica acknowledgement",
+        "Block I/O",
+    ] {
+        assert!(
+            rows.iter().any(|r| r.starts_with(want)),
+            "no row {want}: {rows:?}"
+        );
+    }
+    let started = Instant::now();
+    while !waiting.is_empty() {
+        waiting.retain(|(_, q)| query(prom.port, q, now()).is_empty());
+        if waiting.is_empty() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "dashboard queries without data after 3 min: {waiting:#?}"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    eprintln!(
+        "every dashboard query had data {:.0} s after Prometheus started",
+        started.elapsed().as_secs_f64()
+    );
+    // Both reasons closed groups (the delay and the count are set).
+    for reason in ["count", "timeout"] {
+        let q = format!("commitscope:binlog_groups_closed:share1m{{reason=\"{reason}\"}} > 0");
+        assert!(!query(prom.port, &q, now()).is_empty(), "{q}");
+    }
+    for x in [light, exact] {
+        let (code, said) = x.stop(libc::SIGTERM);
+        assert_eq!(code, Some(0), "{said:#?}");
+    }
+    // SAFETY: interrupting our own child, as a user's Ctrl-C would.
+    unsafe { libc::kill(pair.id() as i32, libc::SIGINT) };
+    let _ = pair.wait();
+    assert_clean(wd.path());
 }

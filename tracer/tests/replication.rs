@@ -151,35 +151,6 @@ fn symbolized_mariadb_waits_for_its_semi_sync_replica_in_the_ack_stage() {
     on_symbolized_mariadb(root_alone, delay_lands_in_the_ack_stage);
 }
 
-/// The pid of the managed server under `wd` started with `--server-id=N`
-/// (1: the source, 2: the replica; commitscope's own command line names
-/// the workdir too).
-fn server_with_id(wd: &Path, id: u32) -> Option<u32> {
-    let flag = format!("--server-id={id}");
-    servers_under(wd).into_iter().find(|pid| {
-        std::fs::read(format!("/proc/{pid}/cmdline"))
-            .map(|c| String::from_utf8_lossy(&c).contains(&flag))
-            .unwrap_or(false)
-    })
-}
-
-/// Waits (at most 2 min) until both managed servers under `wd` run:
-/// (source, replica).
-fn both_servers(wd: &Path) -> (u32, u32) {
-    let started = Instant::now();
-    loop {
-        if let (Some(s), Some(r)) = (server_with_id(wd, 1), server_with_id(wd, 2)) {
-            return (s, r);
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no pair under {}",
-            wd.display()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// A replica killed mid-run: the source falls back to async after its
 /// timeout, the ticks and the summary say so, the exit is 4, and nothing
 /// is left running; with --allow-async-fallback the same run exits 0.

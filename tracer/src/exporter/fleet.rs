@@ -97,6 +97,7 @@ fn describe(name: &str, a: &Attached, symbol_source: String) -> ServerView {
         anatomy: a.cols.anatomy,
         binlog: a.cols.binlog,
         binlog_closed_by: a.cols.binlog_closed_by,
+        io: a.cols.io,
         tier: a.probes.tier,
         commit_counter: a.commits.is_some().then_some(commits::COUNTER),
         last_window: None,
@@ -361,6 +362,9 @@ pub struct AttachOptions {
     pub defaults_file: Option<PathBuf>,
     /// `--commit-path`: each exact window times its commits' path too.
     pub commit_path: bool,
+    /// `--io`: the block requests under each redo sync (two block
+    /// tracepoints and one on completion, per request on the device).
+    pub io: bool,
 }
 
 /// The light servers' logins, taken out of the fleet so that their
@@ -476,7 +480,7 @@ pub fn attach(
         write_timing: opts.anatomy || !opts.tier.per_commit(),
         anatomy: opts.anatomy || !opts.tier.per_commit(),
         tier: opts.tier,
-        io: false,
+        io: opts.io,
         commit_path: opts.commit_path,
         wakeups: false,
         sched_split: true,

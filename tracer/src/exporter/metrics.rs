@@ -10,7 +10,7 @@ use prometheus_client::{
 };
 use tracer_ebpf::BATCH_BUCKETS;
 
-use super::totals::{le_seconds, TimeHist, Totals, CLASSES};
+use super::totals::{le_seconds, IoUnit, TimeHist, Totals, CLASSES};
 use crate::sample::{batch_upper, ClassTotals};
 
 /// What is known of one server at scrape time.
@@ -36,6 +36,8 @@ pub struct ServerView {
     /// ... and why each group closed (the family's wait for a fuller
     /// group is probed).
     pub binlog_closed_by: bool,
+    /// `--io` counts the block requests under the redo syncs.
+    pub io: bool,
     pub unknown_sites: bool,
     /// The server's write calls are counted (not by light on the C
     /// library alone): without them no write series.
@@ -333,6 +335,23 @@ impl Collector for Exposition {
                 .filter(|v| v.binlog)
                 .map(|v| (labels(v), c(v.totals.binlog_groups))),
         )?;
+        for (i, (_, name, help, unit)) in super::totals::IO_COUNTERS.iter().enumerate() {
+            let value = move |v: &ServerView| match unit {
+                IoUnit::Seconds => ConstCounter::new(v.totals.io[i] as f64 / 1e9),
+                IoUnit::Count | IoUnit::Bytes => ConstCounter::new(v.totals.io[i] as f64),
+            };
+            family(
+                &mut enc,
+                name,
+                help,
+                match unit {
+                    IoUnit::Count => None,
+                    IoUnit::Bytes => Some(&Unit::Bytes),
+                    IoUnit::Seconds => Some(&Unit::Seconds),
+                },
+                s.iter().filter(|v| v.io).map(|v| (labels(v), value(v))),
+            )?;
+        }
         family(
             &mut enc,
             "commitscope_binlog_groups_closed",
@@ -985,6 +1004,7 @@ mod tests {
             anatomy: false,
             binlog: true,
             binlog_closed_by: true,
+            io: false,
             unknown_sites: false,
             writes: true,
             tier: crate::probes::tier::Tier::Exact,

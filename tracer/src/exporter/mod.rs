@@ -196,11 +196,6 @@ pub fn run(args: ExporterArgs) -> Result<()> {
             "--wakeups is for trace and the main command, not yet the exporter: run `commitscope trace --commit-path --wakeups --pid PID` beside it".into(),
         ));
     }
-    if args.probes.io {
-        return Err(Error::Usage(
-            "--io is for trace, the main command and sweep, not the exporter: run `commitscope trace --io --pid PID` beside it".into(),
-        ));
-    }
     let opts = AttachOptions {
         debug_root: args.probes.debug_dir.clone(),
         debuginfod: args.probes.debuginfod_choice(),
@@ -210,6 +205,7 @@ pub fn run(args: ExporterArgs) -> Result<()> {
         tier,
         defaults_file: args.defaults_file.clone(),
         commit_path: args.probes.commit_path,
+        io: args.probes.io,
     };
     let asks = Arc::new(window::Asks::default());
     let schedule = window::Schedule::new(window, (!every.is_zero()).then_some(every));
