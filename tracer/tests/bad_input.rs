@@ -266,7 +266,7 @@ fn each_commands_help_offers_what_it_takes_and_its_own_exit_codes() {
     // wake-ups are the main command's and trace's.
     let h = help("exporter");
     assert!(h.contains("--io") && !h.contains("--wakeups"), "{h}");
-    let err = fails(commitscope().args(["exporter", "--wakeups"]));
+    let err = fails(commitscope().args(["exporter", "--commit-path", "--wakeups"]));
     assert!(err.contains("--wakeups"), "{err}");
     let h = help("trace");
     assert!(!h.contains("--anatomy") && !h.contains("fell back"), "{h}");
