@@ -56,6 +56,13 @@ struct Report {
     /// another: the probes follow the flag, and the user is told.
     #[serde(skip_serializing_if = "Option::is_none")]
     contradiction: Option<String>,
+    /// MariaDB: the adds at the group wait's exits, by the reason each
+    /// stands for (MySQL's reasons need no such point).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    close_exits: Vec<(&'static str, Vec<u64>)>,
+    /// Why a binlog group's reason cannot be told on this binary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    close_missing: Option<String>,
     seconds: f64,
 }
 
@@ -107,6 +114,8 @@ pub fn run(args: &ProbesArgs) -> Result<()> {
     }
     // The binlog's group commit: its groups and members are counted
     // wherever the binary has these; `--commit-path` times its stages.
+    let mut close_exits = Vec::new();
+    let mut close_missing = None;
     if let Some(b) = &plan.binlog {
         let stages = [
             Some(&b.flush_open),
@@ -119,6 +128,23 @@ pub fn run(args: &ProbesArgs) -> Result<()> {
             b.redo.as_ref(),
         ];
         points.extend(stages.into_iter().flatten().map(|r| point("binlog", r)));
+        // Where a group closes and why: the family's wait for a fuller
+        // group, and (MariaDB) the three adds at its exits.
+        match &b.close {
+            Ok(crate::probes::plan::ClosePlan::Polled { wait, step }) => {
+                points.push(point("close", wait));
+                points.push(point("close", step));
+            }
+            Ok(crate::probes::plan::ClosePlan::Triggers { wait, exits }) => {
+                points.push(point("close", wait));
+                close_exits = vec![
+                    ("count", exits.count.clone()),
+                    ("timeout", exits.timeout.clone()),
+                    ("lock_wait", exits.lock_wait.clone()),
+                ];
+            }
+            Err(why) => close_missing = Some(why.clone()),
+        }
     }
     // Where a semi-sync source waits for its replica (`--replica
     // semi-sync` in the main command, a semi-sync source under `trace`).
@@ -145,6 +171,8 @@ pub fn run(args: &ProbesArgs) -> Result<()> {
         symbol_source: plan.symbol_source(&write_from),
         fallback: plan.fallback_line(),
         contradiction: contradiction(server, &args.mysqld),
+        close_exits,
+        close_missing,
         seconds,
     };
     let mut out = std::io::stdout().lock();
@@ -183,6 +211,16 @@ pub fn run(args: &ProbesArgs) -> Result<()> {
         for (o, caller) in &p.inlined {
             let _ = writeln!(out, "           inlined copy at +{o:#x} in {caller}");
         }
+        // MariaDB's one close point: the adds that say which exit it took.
+        if p.role == "close" {
+            for (reason, at) in &report.close_exits {
+                let at: Vec<String> = at.iter().map(|o| format!("+{o:#x}")).collect();
+                let _ = writeln!(out, "           {reason} exit at {}", at.join(", "));
+            }
+        }
+    }
+    if let Some(why) = &report.close_missing {
+        let _ = writeln!(out, "close    - (why each binlog group closed: {why})");
     }
     if plan.flush.is_none() {
         let _ = writeln!(

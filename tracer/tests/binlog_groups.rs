@@ -197,3 +197,43 @@ fn of_in(by: &Value, r: &str) -> Value {
         .cloned()
         .unwrap_or_else(|| panic!("no {r}: {by}"))
 }
+
+/// `probes` shows where a MariaDB group closes: the wait for a fuller
+/// group, and the add at each of its three exits (found by decoding the
+/// function, so a build that moved them would show it here first).
+#[test]
+fn probes_shows_where_a_mariadb_group_closes_and_its_three_exits() {
+    let Some(bin) = symbolized_mariadbd() else {
+        return;
+    };
+    let (out, _) = run_ok(
+        commitscope()
+            .args(["probes", "--json", "--no-debuginfod", "--mysqld"])
+            .arg(&bin),
+    );
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let close: Vec<&Value> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["role"] == "close")
+        .collect();
+    assert_eq!(close.len(), 1, "{v}");
+    assert!(
+        close[0]["function"]
+            .as_str()
+            .unwrap()
+            .contains("wait_for_sufficient_commits"),
+        "{v}"
+    );
+    let exits = v["close_exits"].as_array().expect("close_exits");
+    let names: Vec<&str> = exits.iter().map(|e| e[0].as_str().unwrap()).collect();
+    assert_eq!(names, ["count", "timeout", "lock_wait"], "{v}");
+    // Each exit has its add, inside the function's code after its entry.
+    let entry = close[0]["offset"].as_u64().unwrap();
+    for e in exits {
+        let at = e[1].as_array().unwrap();
+        assert!(!at.is_empty(), "{v}");
+        assert!(at.iter().all(|o| o.as_u64().unwrap() > entry), "{v}");
+    }
+}

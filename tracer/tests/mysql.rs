@@ -571,7 +571,8 @@ fn stock_mysql_commit_path_has_the_binlog_stages_and_the_sync_delay() {
 
 /// `probes` lists every point the options would attach: on stock MySQL
 /// with `--commit-path`, the commit's span, the binlog group commit's
-/// stage boundaries and the semi-sync hooks; no root, nothing attached.
+/// stage boundaries, the wait that closes a group (`close`) and the
+/// semi-sync hooks; no root, nothing attached.
 /// A `--server-version` of another flavor than the binary is said.
 #[test]
 fn probes_lists_the_commit_paths_binlog_stages_and_semi_sync_hooks() {
@@ -587,13 +588,14 @@ fn probes_lists_the_commit_paths_binlog_stages_and_semi_sync_hooks() {
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    for role in ["write", "commit", "binlog", "ack"] {
+    for role in ["write", "commit", "binlog", "close", "ack"] {
         assert!(roles.contains(&role), "no {role} line: {text}");
     }
     assert!(
         text.contains("Commit_stage_manager") || text.contains("MYSQL_BIN_LOG"),
         "{text}"
     );
+    assert!(text.contains("wait_count_or_timeout"), "{text}");
     let out = commitscope()
         .args([
             "probes",

@@ -5,10 +5,17 @@ use std::io::Write;
 use super::fmt::{opt_f, opt_u};
 use crate::binlog::BinlogGroups;
 
-/// Nothing when no binlog group closed (the binlog is off, or its probes
-/// are not attached).
-pub fn write(out: &mut impl Write, b: Option<&BinlogGroups>) {
+/// No block when no binlog group closed; one line saying why when the
+/// kernel saw no binlog sync either (the binlog is off, or not synced),
+/// so that a missing block is not read as a missing probe.
+pub fn write(out: &mut impl Write, b: Option<&BinlogGroups>, binlog_fsyncs: u64) {
     let Some(b) = b.filter(|b| b.groups > 0) else {
+        if binlog_fsyncs == 0 {
+            let _ = writeln!(
+                out,
+                "binlog groups  none: the server synced no binlog (log_bin off, or sync_binlog=0); --server-option log_bin=ON turns a managed server's on"
+            );
+        }
         return;
     };
     if b.commits > 0 {
@@ -98,5 +105,26 @@ pub fn write(out: &mut impl Write, b: Option<&BinlogGroups>) {
             "  {} stage boundaries not recorded (thread map full): sizes are lower bounds",
             b.lost
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(b: Option<&BinlogGroups>, fsyncs: u64) -> String {
+        let mut out = Vec::new();
+        write(&mut out, b, fsyncs);
+        String::from_utf8(out).unwrap()
+    }
+
+    /// No group and no binlog sync: one line says why there is no block.
+    /// No group but binlog syncs (probes not attached): nothing claimed.
+    #[test]
+    fn a_server_without_a_binlog_is_said_once() {
+        let t = text(None, 0);
+        assert_eq!(t.lines().count(), 1, "{t}");
+        assert!(t.contains("log_bin"), "{t}");
+        assert_eq!(text(None, 7), "");
     }
 }

@@ -373,14 +373,26 @@ struct Stack {
 /// `commit_sched.svg` (a commit on a CPU, on a run queue, blocked).
 fn draw_stacked(svg: &mut String, s: &Stack, bars: &[Bar]) -> std::result::Result<(), String> {
     let e = |e: &dyn std::fmt::Display| e.to_string();
-    let root = SVGBackend::with_string(svg, SIZE).into_drawing_area();
+    // The parts top of the stack first, as the bars read; then the keys.
+    let mut entries: Vec<(String, Swatch)> = s
+        .parts
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(k, name)| (name.clone(), Swatch::Box(Palette99::pick(k).to_rgba())))
+        .collect();
+    entries.extend(s.keys.iter().map(|k| (k.clone(), Swatch::None)));
+    // Tall enough for the whole legend: a sweep with many cells has a
+    // line of figures per cell, and a cut legend hides the last ones.
+    let size = (SIZE.0, SIZE.1.max(legend_height(&entries) + 60));
+    let root = SVGBackend::with_string(svg, size).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e(&x))?;
     let root = root
         .titled(&s.title, ("sans-serif", 26))
         .map_err(|x| e(&x))?;
     // The legend in a panel of its own, right of the plot: it never lies
     // over a bar, and the y axis needs no headroom for it.
-    let (plot, side) = root.split_horizontally(SIZE.0 - LEGEND_W);
+    let (plot, side) = root.split_horizontally(size.0 - LEGEND_W);
     // Shares end at 100 %; times at the tallest bar and a little.
     let top = s.fixed_top.unwrap_or_else(|| {
         bars.iter()
@@ -430,15 +442,6 @@ fn draw_stacked(svg: &mut String, s: &Stack, bars: &[Bar]) -> std::result::Resul
         }))
         .map_err(|x| e(&x))?;
     }
-    // The parts top of the stack first, as the bars read; then the keys.
-    let mut entries: Vec<(String, Swatch)> = s
-        .parts
-        .iter()
-        .enumerate()
-        .rev()
-        .map(|(k, name)| (name.clone(), Swatch::Box(Palette99::pick(k).to_rgba())))
-        .collect();
-    entries.extend(s.keys.iter().map(|k| (k.clone(), Swatch::None)));
     legend_panel(&side, &entries).map_err(|x| e(&x))?;
     root.present().map_err(|x| e(&x))
 }
@@ -463,7 +466,7 @@ fn legend_panel<DB: DrawingBackend>(
     entries: &[(String, Swatch)],
 ) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let font = ("sans-serif", 15).into_font();
-    let mut y = 40;
+    let mut y = LEGEND_TOP as i32;
     for (text, swatch) in entries {
         let x = match *swatch {
             Swatch::Box(c) => {
@@ -479,14 +482,30 @@ fn legend_panel<DB: DrawingBackend>(
             }
             Swatch::None => 8,
         };
-        for line in wrap(text, 30) {
+        for line in wrap(text, LEGEND_CHARS) {
             side.draw(&Text::new(line, (x, y), font.clone()))?;
-            y += 18;
+            y += LEGEND_LINE as i32;
         }
-        y += 6;
+        y += LEGEND_GAP as i32;
     }
     Ok(())
 }
+
+/// The pixels [`legend_panel`] takes for `entries`, from its top.
+fn legend_height(entries: &[(String, Swatch)]) -> u32 {
+    let lines: usize = entries
+        .iter()
+        .map(|(t, _)| wrap(t, LEGEND_CHARS).len())
+        .sum();
+    LEGEND_TOP + (lines as u32) * LEGEND_LINE + (entries.len() as u32) * LEGEND_GAP
+}
+
+/// The legend panel's layout: first line's top, line height, the gap
+/// after an entry (pixels), and a line's characters.
+const LEGEND_TOP: u32 = 40;
+const LEGEND_LINE: u32 = 18;
+const LEGEND_GAP: u32 = 6;
+const LEGEND_CHARS: usize = 30;
 
 /// `text` in lines of at most `width` characters, broken at spaces.
 fn wrap(text: &str, width: usize) -> Vec<String> {
@@ -629,4 +648,47 @@ where
             .map_err(|x| e(&x))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stacked chart whose legend is taller than the default size grows
+    /// to hold it: its last line is inside the picture.
+    #[test]
+    fn a_stacked_chart_is_as_tall_as_its_legend() {
+        let bars: Vec<Bar> = (0..12)
+            .map(|i| (format!("32 thr · {}", column_key(i)), vec![50.0, 50.0]))
+            .collect();
+        let keys: Vec<String> = (0..12)
+            .map(|i| {
+                format!(
+                    "32 thr · {}: binlog_group_commit_sync_delay=3000 binlog_group_commit_sync_no_delay_count=10, 5873 tps",
+                    column_key(i)
+                )
+            })
+            .collect();
+        let s = Stack {
+            title: "t".into(),
+            y_desc: "share (%)",
+            parts: vec!["a".into(), "b".into()],
+            keys,
+            fixed_top: Some(100.0),
+        };
+        let mut svg = String::new();
+        draw_stacked(&mut svg, &s, &bars).unwrap();
+        let height: u32 = svg
+            .split("height=\"")
+            .nth(1)
+            .and_then(|h| h.split('"').next())
+            .and_then(|h| h.parse().ok())
+            .expect("an svg height");
+        let mut entries: Vec<(String, Swatch)> =
+            s.parts.iter().map(|p| (p.clone(), Swatch::None)).collect();
+        entries.extend(s.keys.iter().map(|k| (k.clone(), Swatch::None)));
+        let needed = legend_height(&entries);
+        assert!(needed > SIZE.1, "the case is not a tall legend: {needed}");
+        assert!(height >= needed, "{height} < {needed}");
+    }
 }

@@ -485,7 +485,7 @@ pub fn probe_totals(out: &mut impl Write, l: &Legend, t: &Interval) {
         );
     }
     anatomy_block(out, l, t);
-    super::binlog_block::write(out, t.binlog.as_ref());
+    super::binlog_block::write(out, t.binlog.as_ref(), t.binlog_fsync);
     super::commit_path_block::write(out, t.commit_path.as_ref());
     server_threads(out, t);
     super::replication_block::write_waits(out, t.replication.as_ref());

@@ -91,74 +91,69 @@ pub fn markdown(meta: &Meta, g: &Grid) -> String {
 /// and group size (the tuning of the delay and the count).
 fn closed_table(s: &mut String, g: &Grid) {
     use crate::binlog::Reason;
-    fn by(r: &CellRecord) -> Option<&crate::records::cells::CellBinlog> {
-        r.binlog.as_ref().filter(|b| !b.closed_by.is_empty())
-    }
-    let cells = || {
-        g.rows
-            .iter()
-            .flat_map(|&row| (0..g.columns.len()).map(move |ci| (row, ci)))
-    };
-    if !cells().any(|(row, ci)| g.get(row, ci).is_some_and(|r| by(r).is_some())) {
-        return;
-    }
-    let _ = writeln!(
-        s,
-        "\nWhy the binlog groups closed; each cell: {} · commit p99 ms · commits per group · shares of the groups closed on the count / the delay / a lock wait / with no wait\n",
+    let caption = format!(
+        "Why the binlog groups closed; each cell: {} · commit p99 ms · commits per group · shares of the groups closed on the count / the delay / a lock wait / with no wait",
         g.unit()
     );
-    let _ = write!(s, "| threads |");
-    for c in &g.columns {
-        let _ = write!(s, " {c} |");
-    }
-    let _ = write!(s, "\n|---:|");
-    for _ in &g.columns {
-        let _ = write!(s, "---:|");
-    }
-    s.push('\n');
-    for &row in &g.rows {
-        let _ = write!(s, "| {} |", row.1);
-        for ci in 0..g.columns.len() {
-            let text = match g.get(row, ci).and_then(|r| Some((r, by(r)?))) {
-                Some((r, b)) => {
-                    let share = |reason| {
-                        b.closed_share(reason)
-                            .map_or_else(|| "-".into(), |v| format!("{:.0} %", v * 100.0))
-                    };
-                    format!(
-                        "{:.1} · {:.1} · {} · {} / {} / {} / {}",
-                        g.throughput(r),
-                        r.latency_p99_us as f64 / 1000.0,
-                        b.mean.map_or_else(|| "-".into(), |m| format!("{m:.1}")),
-                        share(Reason::Count),
-                        share(Reason::Timeout),
-                        share(Reason::LockWait),
-                        share(Reason::NoWait)
-                    )
-                }
-                None => "-".into(),
-            };
-            let _ = write!(s, " {text} |");
-        }
-        s.push('\n');
-    }
+    cell_table(s, g, &caption, |r| {
+        let b = r.binlog.as_ref().filter(|b| !b.closed_by.is_empty())?;
+        let share = |reason| {
+            b.closed_share(reason)
+                .map_or_else(|| "-".into(), |v| format!("{:.0} %", v * 100.0))
+        };
+        Some(format!(
+            "{:.1} · {:.1} · {} · {} / {} / {} / {}",
+            g.throughput(r),
+            r.latency_p99_us as f64 / 1000.0,
+            b.mean.map_or_else(|| "-".into(), |m| format!("{m:.1}")),
+            share(Reason::Count),
+            share(Reason::Timeout),
+            share(Reason::LockWait),
+            share(Reason::NoWait)
+        ))
+    });
 }
 
 /// With `--io`: a second table, each cell's mean redo fsync split into
 /// device / journal / other µs and the requests and KiB per sync.
 fn io_table(s: &mut String, g: &Grid) {
+    let f = |v: Option<f64>, p: usize| v.map_or_else(|| "-".into(), |v| format!("{v:.p$}"));
+    cell_table(
+        s,
+        g,
+        "redo fsync under the hood (--io), each cell: device / journal / other µs per redo sync [requests, KiB per sync]",
+        |r| {
+            let io = r.io.as_ref()?;
+            Some(format!(
+                "{} / {} / {} [{}, {}]",
+                f(io.device_us, 0),
+                f(io.journal_us, 0),
+                f(io.other_us, 0),
+                f(io.requests_per_sync, 2),
+                f(io.kib_per_sync, 1)
+            ))
+        },
+    );
+}
+
+/// One more table under the main one, the same rows and columns, each cell
+/// `text(cell)` ("-" where it has none); nothing when no cell has any.
+fn cell_table(
+    s: &mut String,
+    g: &Grid,
+    caption: &str,
+    text: impl Fn(&CellRecord) -> Option<String>,
+) {
+    let cell = |row, ci| g.get(row, ci).and_then(&text);
     let cells = || {
         g.rows
             .iter()
             .flat_map(|&row| (0..g.columns.len()).map(move |ci| (row, ci)))
     };
-    if !cells().any(|(row, ci)| g.get(row, ci).is_some_and(|r| r.io.is_some())) {
+    if !cells().any(|(row, ci)| cell(row, ci).is_some()) {
         return;
     }
-    let _ = writeln!(
-        s,
-        "\nredo fsync under the hood (--io), each cell: device / journal / other µs per redo sync [requests, KiB per sync]\n"
-    );
+    let _ = writeln!(s, "\n{caption}\n");
     let _ = write!(s, "| threads |");
     for c in &g.columns {
         let _ = write!(s, " {c} |");
@@ -168,22 +163,11 @@ fn io_table(s: &mut String, g: &Grid) {
         let _ = write!(s, "---:|");
     }
     s.push('\n');
-    let f = |v: Option<f64>, p: usize| v.map_or_else(|| "-".into(), |v| format!("{v:.p$}"));
     for &row in &g.rows {
         let _ = write!(s, "| {} |", row.1);
         for ci in 0..g.columns.len() {
-            let text = match g.get(row, ci).and_then(|r| r.io.as_ref()) {
-                Some(io) => format!(
-                    "{} / {} / {} [{}, {}]",
-                    f(io.device_us, 0),
-                    f(io.journal_us, 0),
-                    f(io.other_us, 0),
-                    f(io.requests_per_sync, 2),
-                    f(io.kib_per_sync, 1)
-                ),
-                None => "-".into(),
-            };
-            let _ = write!(s, " {text} |");
+            let t = cell(row, ci).unwrap_or_else(|| "-".into());
+            let _ = write!(s, " {t} |");
         }
         s.push('\n');
     }
