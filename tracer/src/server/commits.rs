@@ -32,7 +32,15 @@ pub fn socket_of_pid(pid: u32) -> Option<PathBuf> {
     {
         return Some(PathBuf::from(s));
     }
-    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+    let inodes = socket_inodes(&format!("/proc/{pid}/fd"))?;
+    let table = std::fs::read_to_string("/proc/net/unix").ok()?;
+    listening_path(&table, &inodes)
+}
+
+/// The inodes of the sockets among a process's fds (`fd_dir`:
+/// `/proc/<pid>/fd`), as `/proc/net/*` tables spell them.
+pub(crate) fn socket_inodes(fd_dir: &str) -> Option<Vec<String>> {
+    let inodes = std::fs::read_dir(fd_dir)
         .ok()?
         .flatten()
         .filter_map(|e| {
@@ -41,8 +49,7 @@ pub fn socket_of_pid(pid: u32) -> Option<PathBuf> {
             Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
         })
         .collect();
-    let table = std::fs::read_to_string("/proc/net/unix").ok()?;
-    listening_path(&table, &inodes)
+    Some(inodes)
 }
 
 /// In `/proc/net/unix`'s text, the path of a listening socket (state 01)

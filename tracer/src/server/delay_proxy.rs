@@ -248,14 +248,7 @@ mod tests {
     /// Whether this process holds a listening TCP socket on `port`: the
     /// inodes of its socket fds against the LISTEN rows of /proc/net/tcp.
     fn listens_here(port: u16) -> bool {
-        let ours: Vec<String> = std::fs::read_dir("/proc/self/fd")
-            .unwrap()
-            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-            .filter_map(|l| {
-                let l = l.to_string_lossy().into_owned();
-                Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
-            })
-            .collect();
+        let ours = crate::server::commits::socket_inodes("/proc/self/fd").unwrap();
         let table = std::fs::read_to_string("/proc/self/net/tcp").unwrap();
         table.lines().skip(1).any(|row| {
             let f: Vec<&str> = row.split_whitespace().collect();
