@@ -144,10 +144,20 @@ pub enum Counter {
     /// their reason: one per group that waits, counted where the wait
     /// ends, apart from the groups' count where the group closes.
     BinlogFills = 55,
+    /// A replication group's before-commit hook (Group Replication's
+    /// `group_replication_trans_before_commit`): the commits that went
+    /// through the group, and their time in it, ns.
+    GroupCommits = 56,
+    GroupNs = 57,
+    /// Inside it: flow control's wait, the send to the group, and the
+    /// wait for consensus and certification, ns.
+    GroupFlowNs = 58,
+    GroupSendNs = 59,
+    GroupConsensusNs = 60,
 }
 
 /// Number of `Counter` slots.
-pub const COUNTERS: u32 = 56;
+pub const COUNTERS: u32 = 61;
 
 /// Why a binlog group closed: what ended its leader's wait for more
 /// commits (MySQL's `binlog_group_commit_sync_delay` and
@@ -239,10 +249,12 @@ pub enum HistKind {
     /// The semi-sync acknowledgement waits (see `Counter::AckSyncCalls`).
     AckSync = 12,
     AckCommit = 13,
+    /// A commit's time in the replication group's before-commit hook.
+    GroupWait = 14,
 }
 
 /// Number of `HistKind` slots.
-pub const HISTS: u32 = 14;
+pub const HISTS: u32 = 15;
 
 /// Slots of an exact size histogram: slot `n` counts the groups of
 /// exactly `n` members; the last also holds every larger group. 4096
@@ -318,6 +330,16 @@ pub struct BinlogThread {
     /// close.
     pub closed_by: u64,
     pub fill_ns: u64,
+}
+
+/// A thread's open before-commit hook of a replication group: where it
+/// began, and the time of the steps timed inside it so far.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GroupOpen {
+    pub ts: u64,
+    pub st: Stamp,
+    pub inner: Split,
 }
 
 /// An open wait for a replica's acknowledgement, keyed by thread in
@@ -516,7 +538,7 @@ pub struct Hist {
 }
 
 /// Slots of a commit's stage times ([`CommitStage`]).
-pub const CP_STAGES: usize = 10;
+pub const CP_STAGES: usize = 14;
 
 /// Where a commit's time goes, as the kernel side attributes it: each
 /// stage is a span on the committing thread, timed by a probe that
@@ -553,6 +575,16 @@ pub enum CommitStage {
     /// thread's own wait, and a follower's wait while its group's leader
     /// waited for it (see `AckSpan`).
     ReplicaAck = 9,
+    /// A replication group's flow control holding the commit back
+    /// (Group Replication's `Flow_control_module::do_wait`).
+    GroupFlowControl = 10,
+    /// Sending the commit's write set to the group.
+    GroupSend = 11,
+    /// Waiting for the group's consensus on its order and for its
+    /// certification (`Wait_ticket::waitTicket`).
+    GroupConsensus = 12,
+    /// The rest of the group's before-commit hook.
+    GroupRest = 13,
 }
 
 /// One wait for a replica's acknowledgement inside the binlog's group
@@ -1026,6 +1058,14 @@ pub mod programs {
     pub const ACK_COMMIT_RETURN: &str = "ack_commit_return";
     pub const COMMIT_ENTRY: &str = "commit_entry";
     pub const COMMIT_RETURN: &str = "commit_return";
+    /// A replication group's before-commit hook, and its steps (one
+    /// entry program for the three, a return each).
+    pub const GROUP_ENTRY: &str = "group_entry";
+    pub const GROUP_RETURN: &str = "group_return";
+    pub const GROUP_PART_ENTRY: &str = "group_part_entry";
+    pub const GROUP_FLOW_RETURN: &str = "group_flow_return";
+    pub const GROUP_SEND_RETURN: &str = "group_send_return";
+    pub const GROUP_CONSENSUS_RETURN: &str = "group_consensus_return";
     /// `--wakeups`: the scheduler's tracepoints, counting inside follower
     /// waits.
     pub const WAKE_SCHED_WAKEUP: &str = "wake_sched_wakeup";
@@ -1039,6 +1079,8 @@ pub mod programs {
     /// flush's own fdatasync may not have begun yet.
     pub const CALL_OPENERS: &[&str] = &[
         COMMIT_ENTRY,
+        GROUP_ENTRY,
+        GROUP_PART_ENTRY,
         ACK_SYNC_ENTRY,
         ACK_COMMIT_ENTRY,
         BINLOG_ENTER,

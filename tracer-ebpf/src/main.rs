@@ -15,6 +15,7 @@ mod commit_end;
 mod commit_path;
 mod config;
 mod fsync;
+mod group;
 mod helpers;
 mod libc;
 mod maps;

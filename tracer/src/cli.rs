@@ -194,9 +194,12 @@ pub struct ServerArgs {
     /// Run the workload without probes (no root needed).
     #[arg(long)]
     pub no_trace: bool,
-    /// A managed replica of the managed server, from the same binary: async, or semi-sync (each commit group waits for its acknowledgement).
+    /// A managed replica of the managed server, from the same binary: async, semi-sync (each commit group waits for its acknowledgement), or group (a single-primary Group Replication group the managed server founds and leads).
     #[arg(long, value_enum, value_name = "MODE")]
     pub replica: Option<crate::server::replica::Mode>,
+    /// With --replica group: the group's members, the managed primary included (1 to 5) [default: 3].
+    #[arg(long, value_name = "N")]
+    pub group_members: Option<u32>,
     /// With --replica semi-sync: where the source waits for the replica's acknowledgement [default: after-sync].
     #[arg(long, value_enum, value_name = "POINT")]
     pub semi_sync_wait: Option<crate::probes::plan::WaitPoint>,

@@ -38,6 +38,18 @@ pub const CSV_SHARES: [(Option<CommitStage>, &str); 11] = [
     (None, "cp_unattributed_share"),
 ];
 
+/// The group's stages' share columns: at the CSV's end, so that the
+/// columns before keep their places.
+pub const CSV_GROUP_SHARES: [(Option<CommitStage>, &str); 4] = [
+    (Some(CommitStage::GroupFlowControl), "cp_group_flow_share"),
+    (Some(CommitStage::GroupSend), "cp_group_send_share"),
+    (
+        Some(CommitStage::GroupConsensus),
+        "cp_group_consensus_share",
+    ),
+    (Some(CommitStage::GroupRest), "cp_group_rest_share"),
+];
+
 /// With `--io`, the leader's redo fsync in three parts: (name, short).
 pub const IO_PARTS: [(&str, &str); 3] = [
     ("redo fsync (leader): device", "sync_dev"),
@@ -107,6 +119,7 @@ pub fn short_names() -> Vec<(String, String)> {
 pub fn csv_share_columns() -> Vec<(String, String)> {
     CSV_SHARES
         .iter()
+        .chain(&CSV_GROUP_SHARES)
         .map(|(slot, col)| {
             let what = slot.map_or_else(|| format!("`{UNATTRIBUTED}`"), names_of);
             (

@@ -124,6 +124,11 @@ pub enum Error {
     #[error("--replica: {detail}; check the server's plugin dir and --server-option values (--keep keeps both temp dirs and their error.log)")]
     Replica { detail: String },
 
+    /// `--replica group`: a member that did not start or join, with its
+    /// own error.
+    #[error("--replica group: {detail} (--keep keeps the members' temp dirs and their error.log)")]
+    Group { detail: String },
+
     #[error("invalid --server-option {0}")]
     BadServerOption(String),
 

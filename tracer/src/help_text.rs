@@ -15,7 +15,7 @@ const BAD: Code = (
 );
 const LOST: Code = (
     "3",
-    "the server was lost or could not write during the run (the summary covers the run up to then)",
+    "the server was lost or could not write, or its group lost its majority, during the run (the summary covers the run up to then)",
 );
 const BEFORE: Code = (
     "130",
@@ -93,7 +93,7 @@ pub const MAIN_COLUMNS: &[(&str, &str)] = &[
     ("p50_batch, p99_batch", "the p50 and p99 of the tick's batch sizes: the durable write requests since the previous redo flush began, per flush (where commits are counted at the server layer: commits per redo fsync; - with --probes light)"),
     ("leaders, followers, wait_p99_us", "with --anatomy: durable writes whose own thread ran the redo flush before returning, those that returned without running it, and the p99 of the followers' wait (the leaders' where none followed); MySQL 8+: its log_flusher thread flushes, so every user thread is a follower"),
     ("bl_groups, bl_p50, bl_p99", "where the binlog's group commit is probed (MySQL 8.0.30+ with the binlog on): binlog groups (one binlog fsync each with sync_binlog=1) and the p50/p99 of their sizes in commits, exact; with the binlog on, commits group there, not at the redo flush"),
-    ("cp_us, cp_top", "with --commit-path: the commits' mean time inside the server (the commit function's entry to its return), and the stage with the largest share of it with that share (redo_write/redo_sync: the redo flush as leader; redo_wait: as follower; bl_*: the binlog's stages; ack: the replica's acknowledgement; sync_dev/sync_jnl/sync_oth: with --io, the leader's redo fsync in the device, the journal, the rest; rest: unattributed; every name in docs/commit-path.md)"),
+    ("cp_us, cp_top", "with --commit-path: the commits' mean time inside the server (the commit function's entry to its return), and the stage with the largest share of it with that share (redo_write/redo_sync: the redo flush as leader; redo_wait: as follower; bl_*: the binlog's stages; ack: the replica's acknowledgement; gr_*: a replication group's stages; sync_dev/sync_jnl/sync_oth: with --io, the leader's redo fsync in the device, the journal, the rest; rest: unattributed; every name in docs/commit-path.md)"),
     ("cpu%, runq%", "with --commit-path: of the commits' time inside the server, the share their threads spent on a CPU and runnable waiting for one (the rest they were blocked: I/O, a lock, a condition), from the kernel's own scheduler accounting read at the commit's ends"),
     ("io/sync, KiB/sync, fl/sync, dev_us/syn, dev%, jnl%", "with --io: per redo sync, the block requests with data it caused and their KiB, the cache flushes, the device time, and the shares of the sync the device and the journal explain"),
 ];
@@ -110,7 +110,7 @@ pub const TRACE_COLUMNS: &[(&str, &str)] = &[
     ("p50_batch, p99_batch", "the p50 and p99 of the tick's batch sizes: the durable write requests since the previous redo flush began, per flush (where commits are counted at the server layer: commits per redo fsync; - with --probes light)"),
     ("leaders, followers, wait_p99_us", "unless --no-write-timing: durable writes whose own thread ran the redo flush before returning, those that returned without running it, and the p99 of the followers' wait (the leaders' where none followed); MySQL 8+: its log_flusher thread flushes, so every user thread is a follower"),
     ("bl_groups, bl_p50, bl_p99", "where the binlog's group commit is probed (MySQL 8.0.30+ with the binlog on): binlog groups (one binlog fsync each with sync_binlog=1) and the p50/p99 of their sizes in commits, exact; with the binlog on, commits group there, not at the redo flush"),
-    ("cp_us, cp_top", "with --commit-path: the commits' mean time inside the server (the commit function's entry to its return), and the stage with the largest share of it with that share (redo_write/redo_sync: the redo flush as leader; redo_wait: as follower; bl_*: the binlog's stages; ack: the replica's acknowledgement; sync_dev/sync_jnl/sync_oth: with --io, the leader's redo fsync in the device, the journal, the rest; rest: unattributed; every name in docs/commit-path.md)"),
+    ("cp_us, cp_top", "with --commit-path: the commits' mean time inside the server (the commit function's entry to its return), and the stage with the largest share of it with that share (redo_write/redo_sync: the redo flush as leader; redo_wait: as follower; bl_*: the binlog's stages; ack: the replica's acknowledgement; gr_*: a replication group's stages; sync_dev/sync_jnl/sync_oth: with --io, the leader's redo fsync in the device, the journal, the rest; rest: unattributed; every name in docs/commit-path.md)"),
     ("cpu%, runq%", "with --commit-path: of the commits' time inside the server, the share their threads spent on a CPU and runnable waiting for one (the rest they were blocked: I/O, a lock, a condition), from the kernel's own scheduler accounting read at the commit's ends"),
     ("io/sync, KiB/sync, fl/sync, dev_us/syn, dev%, jnl%", "with --io: per redo sync, the block requests with data it caused and their KiB, the cache flushes, the device time, and the shares of the sync the device and the journal explain"),
 ];

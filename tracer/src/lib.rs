@@ -9,6 +9,7 @@ pub mod error;
 pub mod exporter;
 pub mod family;
 pub mod fds;
+pub mod group;
 pub mod help_text;
 pub mod interrupt;
 pub mod legend;

@@ -177,6 +177,10 @@ pub struct Interval {
     /// probed and it waited.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replication: Option<crate::replication::AckWaits>,
+    /// A replication group's part of the commits, where its hook is
+    /// probed and commits went through it (`trace.group`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<crate::group::GroupWaits>,
     /// The server's threads over the interval, from /proc with no probe:
     /// time on a CPU and time runnable but waiting for one, ms (None
     /// where the threads cannot be read).
@@ -322,6 +326,8 @@ pub struct Columns {
     /// replica), and the family's hooks (their names).
     pub ack: crate::replication::AckAt,
     pub ack_hooks: &'static AckHooks,
+    /// A replication group's hook is probed.
+    pub group: bool,
 }
 
 impl Columns {
@@ -345,6 +351,7 @@ impl Columns {
                 commit_stages: None,
                 ack: Default::default(),
                 ack_hooks,
+                group: false,
             },
             WriteProbe::ServerLayer { .. } => Columns {
                 requests: Source::AllCalls,
@@ -363,6 +370,7 @@ impl Columns {
                 commit_stages: None,
                 ack: Default::default(),
                 ack_hooks,
+                group: false,
             },
         }
     }
@@ -400,6 +408,7 @@ impl Columns {
         c.commit_stages = probes.commit_path.then_some(family.stages);
         c.ack = probes.ack;
         c.ack_hooks = &family.ack;
+        c.group = probes.group.is_some() && c.per_commit;
         c
     }
 }
@@ -625,6 +634,10 @@ impl Interval {
             commit_path,
             replication: crate::replication::AckWaits::between(prev, cur, cols.ack, cols.ack_hooks)
                 .filter(|a| a.waits > 0),
+            group: cols
+                .group
+                .then(|| crate::group::GroupWaits::between(prev, cur))
+                .filter(|g| g.commits > 0),
             server_cpu_ms: threads.map(|t| t.cpu_ms()),
             server_runq_ms: threads.map(|t| t.runq_ms()),
             workload_cpu_ms: None,
@@ -822,6 +835,10 @@ pub struct Joined {
     /// tick (it fell back to async).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub semi_sync_off: bool,
+    /// `--replica group`: members ONLINE and the group's size at this
+    /// tick, as the primary sees them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_online: Option<crate::server::group::Online>,
     /// `--replica semi-sync`: what the source's own semi-sync counters
     /// moved over this tick, beside `trace.replication`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -858,6 +875,7 @@ impl Joined {
             commits_per_flush,
             stalled_s: None,
             semi_sync_off: false,
+            group_online: None,
             server_acks: None,
         }
     }
@@ -895,6 +913,7 @@ pub fn test_interval(durable: Option<u64>, inside: Option<u64>) -> Interval {
         binlog: None,
         commit_path: None,
         replication: None,
+        group: None,
         server_cpu_ms: None,
         workload_cpu_ms: None,
         workload_runq_ms: None,

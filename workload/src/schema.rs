@@ -149,8 +149,11 @@ async fn create(conn: &mut Conn, db: &str) -> Result<()> {
     conn.query_drop(format!("CREATE DATABASE `{db}`"))
         .await
         .map_err(sql_err("creating the workload database"))?;
+    // A primary key: a replication group refuses writes to a table
+    // without one.
     conn.query_drop(format!(
-        "CREATE TABLE `{db}`.`{MARKER}` (tool VARCHAR(64) NOT NULL, version VARCHAR(32) NOT NULL, \
+        "CREATE TABLE `{db}`.`{MARKER}` (id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, \
+         tool VARCHAR(64) NOT NULL, version VARCHAR(32) NOT NULL, \
          scenario VARCHAR(32) NOT NULL, created TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP) ENGINE=InnoDB"
     ))
     .await

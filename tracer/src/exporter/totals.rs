@@ -279,6 +279,7 @@ mod tests {
             commit_stages: None,
             ack: Default::default(),
             ack_hooks: &crate::family::MARIADB.ack,
+            group: false,
         }
     }
 

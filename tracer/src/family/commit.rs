@@ -17,6 +17,11 @@ pub struct AckHooks {
     pub at_sync_name: &'static str,
     /// None where `at_sync` serves both wait points.
     pub at_commit: Option<&'static [&'static str]>,
+    /// The plugin that makes the hooks a semi-sync wait, where they serve
+    /// every observer (MySQL's delegates call Group Replication's too):
+    /// the hooks are probed only where the server has it loaded. None:
+    /// built in.
+    pub library: Option<&'static str>,
 }
 
 /// What the summary calls MySQL's after-commit hook.
@@ -26,12 +31,14 @@ pub const MYSQL_ACK: AckHooks = AckHooks {
     at_sync: &["_ZN23Binlog_storage_delegate10after_syncEP3THDPKcy"],
     at_sync_name: "after_sync",
     at_commit: Some(&["_ZN14Trans_delegate12after_commitEP3THDb"]),
+    library: Some("semisync_source.so"),
 };
 
 pub const MARIADB_ACK: AckHooks = AckHooks {
     at_sync: &["_ZN21Repl_semi_sync_master10commit_trxEPKcy"],
     at_sync_name: "commit_trx",
     at_commit: None,
+    library: None,
 };
 
 /// A commit-path stage as a family names it: the kernel's slot, the
@@ -47,13 +54,22 @@ const fn st(slot: CommitStage, name: &'static str, short: &'static str) -> Stage
     StageName { slot, name, short }
 }
 
-/// MySQL's stages, in path order: its flush-stage leader asks InnoDB
-/// for the redo flush inside the binlog's flush stage, and its committing
-/// threads never flush the redo themselves (log_writer and log_flusher
-/// do).
+/// MySQL's stages, in path order: a group member's commit passes the
+/// group's hook (`before_commit`, in `MYSQL_BIN_LOG::commit`) before the
+/// binlog's group commit; its flush-stage leader asks InnoDB for the redo
+/// flush inside the binlog's flush stage, and its committing threads
+/// never flush the redo themselves (log_writer and log_flusher do).
 pub const MYSQL_STAGES: &[StageName] = {
     use CommitStage as S;
     &[
+        st(S::GroupFlowControl, "group: flow control", "gr_flow"),
+        st(S::GroupSend, "group: send", "gr_send"),
+        st(
+            S::GroupConsensus,
+            "group: consensus and certification",
+            "gr_cert",
+        ),
+        st(S::GroupRest, "group: rest of before_commit", "gr_rest"),
         st(S::BinlogQueueWait, "binlog flush: queue wait", "bl_queue"),
         st(S::BinlogFlush, "binlog flush", "bl_flush"),
         st(S::RedoLeaderWrite, "redo write (leader)", "redo_write"),

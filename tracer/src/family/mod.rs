@@ -9,10 +9,11 @@
 //! This file only names the rooms: identity (family, version), rows (the
 //! rows, and reading a server's name by them), redo (the probe table's
 //! version rows), binlog, commit (stages, semi-sync hooks), datadir,
-//! replication.
+//! replication, group (a replication group's plugin and steps).
 pub mod binlog;
 pub mod commit;
 pub mod datadir;
+pub mod group;
 pub mod identity;
 pub mod redo;
 pub mod replication;

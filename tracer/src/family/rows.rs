@@ -7,6 +7,7 @@ use super::{
     binlog::{self, BinlogProfile},
     commit::{self, AckHooks, StageName},
     datadir::{self, Datadir},
+    group::{self, GroupRow},
     identity::{parse_version, Flavor, ServerId, Version},
     redo::{self, Profile},
     replication::{self, Dialect},
@@ -36,6 +37,8 @@ pub struct Family {
     pub ack: AckHooks,
     pub datadir: Datadir,
     pub replication: Dialect,
+    /// Its replication group (None: the family has none here).
+    pub group: Option<GroupRow>,
 }
 
 pub static MYSQL: Family = Family {
@@ -50,6 +53,7 @@ pub static MYSQL: Family = Family {
     ack: commit::MYSQL_ACK,
     datadir: datadir::MYSQL_DATADIR,
     replication: replication::MYSQL_REPLICATION,
+    group: Some(group::GROUP_REPLICATION),
 };
 
 pub static MARIADB: Family = Family {
@@ -64,6 +68,7 @@ pub static MARIADB: Family = Family {
     ack: commit::MARIADB_ACK,
     datadir: datadir::MARIADB_DATADIR,
     replication: replication::MARIADB_REPLICATION,
+    group: None,
 };
 
 /// Every family's row.

@@ -13,7 +13,7 @@ use aya::{
 use tracer_ebpf::{globals as g, maps, programs as prog, BatchMember};
 
 use super::{
-    binlog, clock, ebpf_log, io,
+    binlog, clock, ebpf_log, group, io,
     kernel::{self, KernelAttach},
     plan::{site_readable, AckAt, AckPlan, Plan, Target, WaitPoint, WriteProbe},
     sched_split,
@@ -86,6 +86,9 @@ pub struct Probes {
     /// The semi-sync hooks probed (light: in its exact windows; none: no
     /// replication figures).
     pub ack: AckAt,
+    /// A replication group's hook, probed where the server has the
+    /// group's plugin loaded (exact tier).
+    pub group: Option<group::GroupPlan>,
 }
 
 fn set_pred<'a>(l: &mut EbpfLoader<'a>, names: [&'a str; 4], p: &'a Pred, op: &'a u32) {
@@ -492,7 +495,17 @@ impl Probes {
         // hook runs for every commit: left out where the wait point is
         // known to be the other.
         // Light: the hooks its exact windows attach.
-        let ack = match plan.ack.as_ref().filter(|_| binlog_plan.is_some()) {
+        // Where the hooks serve every observer, only with the semi-sync
+        // plugin loaded: a group member's hooks are its group's.
+        let semi_sync_loaded = crate::family::Family::of(plan.server)
+            .ack
+            .library
+            .is_none_or(|l| crate::server::process::mapped_library(target.pid, l).is_some());
+        let ack = match plan
+            .ack
+            .as_ref()
+            .filter(|_| binlog_plan.is_some() && semi_sync_loaded)
+        {
             Some(a) => ack_hooks(a, target.semi_sync_wait),
             None => AckAt::default(),
         };
@@ -500,6 +513,33 @@ impl Probes {
             attach_acks(&mut ebpf, a, ack, exe, pid, &mut Vec::new(), |at| {
                 note("replica ack", "uretprobe", at, at.file_offset, None);
                 note("replica ack", "uprobe", at, at.file_offset, None);
+            })?;
+        }
+        // A replication group's hook, in the plugin library the server
+        // loaded (per commit: the exact tier's), before the spans.
+        let group_row = crate::family::Family::of(plan.server).group.as_ref();
+        let group = match group_row.filter(|_| target.tier.per_commit()) {
+            Some(row) => match group::find(target.pid, row, &target.debug_root) {
+                Ok(g) => g,
+                Err(line) => {
+                    eprintln!("commitscope: {line}");
+                    None
+                }
+            },
+            None => None,
+        };
+        let mut group_probes = Vec::new();
+        if let Some(g) = &group {
+            group::attach(&mut ebpf, g, pid, |kind, at| {
+                group_probes.push(AttachedProbe {
+                    role: "group",
+                    kind,
+                    symbol: at.symbol.clone(),
+                    file: g.library.clone(),
+                    offset: at.file_offset,
+                    found_in: format!("{} ({})", at.source_text(), at.found_in.display()),
+                    inlined_into: None,
+                })
             })?;
         }
         // The wake-ups' tracepoints before the spans: every wait opened
@@ -514,7 +554,9 @@ impl Probes {
             note("commit", "uretprobe", at, at.file_offset, None);
             note("commit", "uprobe", at, at.file_offset, None);
         }
+        attached.extend(group_probes);
         let mut p = Probes {
+            group,
             binlog,
             commit_path: commit_path != 0,
             sched_split,

@@ -10,6 +10,7 @@ pub mod debuginfod;
 pub mod dwarf;
 pub mod ebpf_log;
 pub mod fsync_choice;
+pub mod group;
 pub mod io;
 pub mod kernel;
 pub mod libc;

@@ -22,12 +22,18 @@ pub enum EndReason {
     WorkloadDone,
     /// The server cannot write (its disk is full): the run stopped.
     ServerCannotWrite,
+    /// The replication group lost the majority of its members: commits
+    /// block until it has one again.
+    GroupLostMajority,
 }
 
 impl EndReason {
     /// Whether the run ended because of the server (exit code 3).
     pub fn server_failed(&self) -> bool {
-        matches!(self, EndReason::TargetExited | EndReason::ServerCannotWrite)
+        matches!(
+            self,
+            EndReason::TargetExited | EndReason::ServerCannotWrite | EndReason::GroupLostMajority
+        )
     }
 
     pub fn describe(&self) -> &'static str {
@@ -37,6 +43,7 @@ impl EndReason {
             EndReason::TargetExited => "the traced process exited",
             EndReason::WorkloadDone => "the workload finished (--total-rows)",
             EndReason::ServerCannotWrite => "the server cannot write",
+            EndReason::GroupLostMajority => "the group lost its majority",
         }
     }
 }
@@ -150,6 +157,9 @@ pub struct RunSummary {
     /// `--replica`: the managed replica at the end.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replica: Option<crate::server::replica::ReplicaEnd>,
+    /// `--replica group`: the group's members at the end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<crate::server::group::GroupEnd>,
 }
 
 impl RunSummary {
@@ -168,6 +178,7 @@ impl RunSummary {
             commits_per_flush,
             checks,
             replica: None,
+            group: None,
         }
     }
 }

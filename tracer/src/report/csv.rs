@@ -79,8 +79,25 @@ fn columns() -> Vec<&'static str> {
         "server_runq_ms",
     ]);
     c.extend(CLOSED_BY.iter().map(|(_, col)| *col));
+    c.extend(GROUP);
+    c.extend(
+        crate::commit_path::CSV_GROUP_SHARES
+            .iter()
+            .map(|(_, col)| *col),
+    );
     c
 }
+
+/// `--replica group` (and any traced group member): the commits through
+/// the group, their mean time in it and its consensus part, and the
+/// members ONLINE (empty elsewhere).
+const GROUP: [&str; 5] = [
+    "group_commits",
+    "group_mean_us",
+    "group_consensus_us",
+    "group_online",
+    "group_size",
+];
 
 /// Binlog groups per reason they closed (empty where the reasons are not
 /// probed): last, so the columns before keep their places.
@@ -218,6 +235,18 @@ pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
     for (reason, _) in CLOSED_BY {
         row.push(cell(
             by.map(|by| crate::binlog::ClosedBy::groups_of(by, reason)),
+        ));
+    }
+    let g = t.and_then(|t| t.group.as_ref());
+    row.push(cell(g.map(|g| g.commits)));
+    for v in [g.and_then(|g| g.mean_us), g.and_then(|g| g.consensus_us)] {
+        row.push(cell(v.map(|v| format!("{v:.1}"))));
+    }
+    row.push(cell(j.group_online.map(|o| o.online)));
+    row.push(cell(j.group_online.map(|o| o.size)));
+    for (slot, _) in crate::commit_path::CSV_GROUP_SHARES {
+        row.push(cell(
+            c.and_then(|c| c.share_of(slot)).map(|v| format!("{v:.4}")),
         ));
     }
     row

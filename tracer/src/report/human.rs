@@ -489,6 +489,7 @@ pub fn probe_totals(out: &mut impl Write, l: &Legend, t: &Interval) {
     super::commit_path_block::write(out, t.commit_path.as_ref());
     server_threads(out, t);
     super::replication_block::write_waits(out, t.replication.as_ref());
+    super::group_block::write_waits(out, t.group.as_ref());
     io_block(out, t);
 }
 

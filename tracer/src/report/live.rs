@@ -203,7 +203,7 @@ impl<W: Write> RunSink for Live<W> {
         };
         let _ = writeln!(
             self.out,
-            "{:<8}  {:>9.1}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}{}{}{}{}{}",
+            "{:<8}  {:>9.1}  {:>8}  {:>11}  {:>8}  {:>11}  {:>13}  {:>11}  {:>12}  {:>9}  {:>9}{}{}{}{}{}{}{}",
             clock(at),
             w.tps,
             ms(w.latency.p99_us),
@@ -228,6 +228,11 @@ impl<W: Write> RunSink for Live<W> {
                 "  (semi-sync OFF: async)"
             } else {
                 ""
+            },
+            match j.group_online {
+                Some(g) if g.online < g.size =>
+                    format!("  (group: {} of {} members ONLINE)", g.online, g.size),
+                _ => String::new(),
             }
         );
         let _ = self.out.flush();
@@ -285,6 +290,7 @@ impl<W: Write> RunSink for Live<W> {
             );
         }
         super::replication_block::write_replica(o, s.replica.as_ref());
+        super::group_block::write_group(o, s.group.as_ref());
         if !s.checks.is_empty() {
             let _ = writeln!(
                 o,

@@ -9,6 +9,7 @@ mod commit_path_block;
 pub mod csv;
 pub mod fmt;
 pub mod grid;
+mod group_block;
 pub mod human;
 pub mod json;
 pub mod live;

@@ -3,6 +3,7 @@
 pub mod commits;
 pub mod delay_proxy;
 pub mod existing;
+pub mod group;
 pub mod locate;
 pub mod managed;
 pub mod options;

@@ -37,6 +37,9 @@ pub enum Mode {
     Async,
     /// Each commit group waits for the replica's acknowledgement.
     SemiSync,
+    /// A single-primary replication group (MySQL's Group Replication)
+    /// the managed server founds and leads: `server::group`.
+    Group,
 }
 
 /// What a run asks of its replica.
@@ -184,7 +187,7 @@ impl Replica {
         let st = self.state().await.unwrap_or_default();
         let semi_sync = match self.plan.mode {
             Mode::SemiSync => self.source_value(source, "status").await,
-            Mode::Async => None,
+            Mode::Async | Mode::Group => None,
         };
         let semi = self.plan.mode == Mode::SemiSync;
         ReplicaEnd {
@@ -316,7 +319,7 @@ impl Replica {
         loop {
             let st = self.state().await?;
             let semi = match self.plan.mode {
-                Mode::Async => true,
+                Mode::Async | Mode::Group => true,
                 Mode::SemiSync => {
                     let on = self.source_value(source, "status").await;
                     let clients = self.source_value(source, "clients").await;
@@ -356,7 +359,7 @@ impl Replica {
     /// For the header: "semi-sync replica (AFTER_SYNC), 4 ms added".
     pub fn describe(&self) -> String {
         let mode = match self.plan.mode {
-            Mode::Async => "async replica".to_string(),
+            Mode::Async | Mode::Group => "async replica".to_string(),
             Mode::SemiSync => format!("semi-sync replica ({})", self.plan.wait.sql()),
         };
         match &self.proxy {

@@ -11,16 +11,38 @@ use crate::error::{Error, Result};
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Status(pub BTreeMap<String, u64>);
 
+/// `SHOW GLOBAL STATUS`, and where the server is a member of a running
+/// replication group, the member's own transaction counters (by their
+/// column names): status has no count of the transactions a member
+/// proposed to its group.
 pub async fn read(conn: &mut mysql_async::Conn) -> Result<Status> {
     let rows: Vec<(String, String)> = conn
         .query("SHOW GLOBAL STATUS")
         .await
         .map_err(|e| Error::Runtime(format!("SHOW GLOBAL STATUS failed: {e}")))?;
-    Ok(Status(
+    let mut st = Status(
         rows.into_iter()
             .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
             .collect(),
-    ))
+    );
+    for row in crate::family::FAMILIES
+        .iter()
+        .filter_map(|f| f.group.as_ref())
+    {
+        if !st.0.keys().any(|k| k.starts_with(row.status_prefix)) {
+            continue;
+        }
+        let local: Option<mysql_async::Row> =
+            conn.query_first(row.local_stats).await.ok().flatten();
+        if let Some(r) = local {
+            for (i, name) in row.local_columns.iter().enumerate() {
+                if let Some(Ok(v)) = r.get_opt::<u64, _>(i) {
+                    st.0.insert(name.to_string(), v);
+                }
+            }
+        }
+    }
+    Ok(st)
 }
 
 /// How long a stalled server gets to answer [`waiting_for_space`].
@@ -86,6 +108,17 @@ pub enum Ours {
     AckWaits,
     /// Their time summed, µs.
     AckWaitUs,
+    /// Commits through a replication group's hook.
+    GroupCommits,
+    /// The same, beside the server's count of data messages sent.
+    GroupMessages,
+    /// Their time waiting for consensus and certification, µs: beside
+    /// the server's round trips of its data messages, and beside all its
+    /// consensus rounds.
+    GroupConsensusUs,
+    GroupRoundsUs,
+    /// Their time in flow control's check and wait, µs.
+    GroupFlowUs,
 }
 
 impl Ours {
@@ -103,6 +136,17 @@ impl Ours {
             Ours::ClosedByLockWait => "groups closed by a lock wait (probes)",
             Ours::AckWaits => "semi-sync waits (probes)",
             Ours::AckWaitUs => "their µs (probes)",
+            Ours::GroupCommits => "commits through the group (probes)",
+            Ours::GroupMessages => "commits through the group (probes; server: data messages)",
+            Ours::GroupConsensusUs => {
+                "their µs in consensus+certification (probes; server: to delivery only)"
+            }
+            Ours::GroupRoundsUs => {
+                "their µs in consensus+certification (probes; server: per round, all messages)"
+            }
+            Ours::GroupFlowUs => {
+                "their µs in flow control (probes: every check; server: throttled only)"
+            }
         }
     }
 }
@@ -133,6 +177,18 @@ pub const PAIRS: &[(&str, Ours)] = &[
     ("Rpl_semi_sync_source_tx_wait_time", Ours::AckWaitUs),
     ("Rpl_semi_sync_master_yes_tx", Ours::AckWaits),
     ("Rpl_semi_sync_master_tx_wait_time", Ours::AckWaitUs),
+    // A replication group's member: the transactions it proposed (its
+    // member stats), its data messages, their round trips and its
+    // consensus rounds, µs, and flow control's throttling (with its
+    // component loaded), µs.
+    ("COUNT_TRANSACTIONS_LOCAL_PROPOSED", Ours::GroupCommits),
+    ("Gr_data_messages_sent_count", Ours::GroupMessages),
+    (
+        "Gr_data_messages_sent_roundtrip_time_sum",
+        Ours::GroupConsensusUs,
+    ),
+    ("Gr_all_consensus_time_sum", Ours::GroupRoundsUs),
+    ("Gr_flow_control_throttle_time_sum", Ours::GroupFlowUs),
 ];
 
 /// What a server counter moved from `was` to `now`: a drop means the
@@ -221,6 +277,10 @@ pub struct OurCounts {
     /// None where the semi-sync hooks are not probed or never waited.
     pub ack_waits: Option<u64>,
     pub ack_wait_us: Option<u64>,
+    /// None where no replication group's hook is probed.
+    pub group_commits: Option<u64>,
+    pub group_consensus_us: Option<u64>,
+    pub group_flow_us: Option<u64>,
 }
 
 impl OurCounts {
@@ -240,6 +300,9 @@ impl OurCounts {
             Ours::ClosedByLockWait => self.closed_by.map(|c| c[2]),
             Ours::AckWaits => self.ack_waits,
             Ours::AckWaitUs => self.ack_wait_us,
+            Ours::GroupCommits | Ours::GroupMessages => self.group_commits,
+            Ours::GroupConsensusUs | Ours::GroupRoundsUs => self.group_consensus_us,
+            Ours::GroupFlowUs => self.group_flow_us,
         }
     }
 }

@@ -85,6 +85,8 @@ impl Stage {
         let mut fatal: Option<String> = None;
         // How a server that is not our child ended, if it could be seen.
         let mut died: Option<String> = None;
+        // `--replica group`: how the group lost its majority.
+        let mut group_lost: Option<String> = None;
         let mut done_poll = tokio::time::interval(Duration::from_millis(20));
         let deadline = async {
             match m.duration {
@@ -104,6 +106,14 @@ impl Stage {
                         false => None,
                     };
                     let w = engine.sample()?;
+                    // The server's counters at the window's start are read
+                    // at once, right after the workload's own edge: the
+                    // probes' read and the tick's output between the two
+                    // let tens of commits in under load (58 of 3,207 once).
+                    let marking = !base_marked && w.elapsed_s + 0.001 >= warmup;
+                    if marking {
+                        before = status::read(self.control()?).await?;
+                    }
                     let mut t = match (&mut sampler, &self.probes) {
                         (Some(s), Some(p)) => Some(s.tick_with(p, n)?),
                         _ => None,
@@ -155,7 +165,36 @@ impl Stage {
                             }
                         }
                     }
+                    // A group member that left is said at once, the group's
+                    // size on every tick; a group without a majority
+                    // commits nothing more: the run ends there.
+                    if let (Some(g), Some(c)) = (self.group.as_mut(), self.control.as_mut()) {
+                        if let Ok(look) = g.look(c).await {
+                            for line in &look.said {
+                                eprintln!(
+                                    "commitscope: {line} at {:.1} s: {} of {} members ONLINE",
+                                    j.workload.elapsed_s, look.online, look.size
+                                );
+                            }
+                            j.group_online = Some(crate::server::group::Online {
+                                online: look.online as u32,
+                                size: look.size as u32,
+                            });
+                            if !look.majority {
+                                group_lost = Some(format!(
+                                    "the group lost its majority at {:.1} s: {} of {} members ONLINE (lost: {}); its commits block until a majority is back",
+                                    j.workload.elapsed_s,
+                                    look.online,
+                                    look.size,
+                                    g.lost.join(", ")
+                                ));
+                            }
+                        }
+                    }
                     sink.tick(SystemTime::now(), &j);
+                    if group_lost.is_some() {
+                        break EndReason::GroupLostMajority;
+                    }
                     // A stall may be the server waiting for disk space
                     // (a binlog write): its process list says so.
                     if j.stalled_s.is_some() {
@@ -168,14 +207,13 @@ impl Stage {
                         fatal = Some(f);
                         break EndReason::ServerCannotWrite;
                     }
-                    if !base_marked && elapsed + 0.001 >= warmup {
-                        // Later ticks are measured: both halves and the
-                        // server's counters start their window here.
+                    if marking {
+                        // Later ticks are measured: both halves start their
+                        // window here (the server's counters did above).
                         if let Some(s) = sampler.as_mut() {
                             s.mark_base();
                         }
                         own_total = SchedTime::default();
-                        before = status::read(self.control()?).await?;
                         base_marked = true;
                     }
                     if engine.finished() {
@@ -273,6 +311,9 @@ impl Stage {
                         }),
                         ack_waits: t.replication.as_ref().map(|a| a.waits),
                         ack_wait_us: t.replication.as_ref().map(|a| a.total_us),
+                        group_commits: t.group.as_ref().map(|g| g.commits),
+                        group_consensus_us: t.group.as_ref().map(|g| g.consensus_total_us),
+                        group_flow_us: t.group.as_ref().map(|g| g.flow_control_total_us),
                     },
                 )
             })
@@ -286,6 +327,20 @@ impl Stage {
             let grew = |st: &status::Status| st.0.get(&name).copied().unwrap_or(0);
             let not_acked = grew(&after).saturating_sub(grew(&before));
             s.replica = Some(r.end(c, seen_off, not_acked).await);
+        }
+        if let Some(g) = self.group.as_mut() {
+            s.group = Some(g.end(&before, &after));
+        }
+        if let Some(why) = group_lost {
+            // Members that cannot reach their group wait for it at
+            // shutdown: stopped quickly instead.
+            if let Some(g) = self.group.as_mut() {
+                g.doomed();
+            }
+            if let Some(m) = self.managed.as_mut() {
+                m.cannot_write();
+            }
+            s.ended = why;
         }
         if let Some(f) = fatal {
             if let Some(m) = self.managed.as_mut() {

@@ -18,7 +18,7 @@ pub mod stop;
 
 pub use measure::Measure;
 pub use phases::Phases;
-pub use plan::{check_workload, shape_of, RunPlan, StagePlan};
+pub use plan::{check_workload, group_takes, shape_of, RunPlan, StagePlan};
 pub use run::run;
 pub use stage::{setup, Stage};
 pub use stop::Stop;

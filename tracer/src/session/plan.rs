@@ -14,6 +14,7 @@ use crate::{
     family::ServerId,
     probes::tier::Tier,
     server::{
+        group::{GroupPlan, DEFAULT_MEMBERS, MAX_MEMBERS},
         replica::{Mode, ReplicaPlan},
         sizing::Shape,
     },
@@ -26,8 +27,10 @@ pub struct StagePlan {
     pub server: ServerArgs,
     pub probes: ProbeArgs,
     pub conn: ConnArgs,
-    /// The managed replica `--replica` asks for.
+    /// The managed replica `--replica async|semi-sync` asks for.
     pub replica: Option<ReplicaPlan>,
+    /// The managed group `--replica group` asks for.
+    pub group: Option<GroupPlan>,
     /// `--server-version`, parsed.
     pub declared: Option<ServerId>,
     /// The probe tier: exact unless `--probes light`.
@@ -110,6 +113,9 @@ impl StagePlan {
             probes: probes.clone(),
             conn: conn.clone(),
             replica: replica_plan(server),
+            group: (server.replica == Some(Mode::Group)).then(|| GroupPlan {
+                members: server.group_members.unwrap_or(DEFAULT_MEMBERS),
+            }),
             declared,
             tier,
             trace,
@@ -128,7 +134,7 @@ impl StagePlan {
 /// The replica `--replica` asks for, with one delay (the first of
 /// `--replica-delay-ms`; a sweep's cells set theirs); None without it.
 fn replica_plan(server: &ServerArgs) -> Option<ReplicaPlan> {
-    let mode = server.replica?;
+    let mode = server.replica.filter(|m| *m != Mode::Group)?;
     Some(ReplicaPlan {
         mode,
         wait: server.semi_sync_wait.unwrap_or_default(),
@@ -142,6 +148,9 @@ fn replica_plan(server: &ServerArgs) -> Option<ReplicaPlan> {
 /// The replica flags: each only with the replica it applies to; a delay
 /// is a number of ms from 0 to a minute; only a sweep takes a list.
 fn check_replica(s: &ServerArgs, lists: bool) -> Result<()> {
+    if s.replica != Some(Mode::Group) && s.group_members.is_some() {
+        return usage("--group-members sizes a managed group: add --replica group");
+    }
     match s.replica {
         None => {
             if !s.replica_delay_ms.is_empty() {
@@ -163,6 +172,19 @@ fn check_replica(s: &ServerArgs, lists: bool) -> Result<()> {
             }
         }
         Some(Mode::SemiSync) => {}
+        Some(Mode::Group) => {
+            if s.semi_sync_wait.is_some() || s.allow_async_fallback {
+                return usage("--semi-sync-wait and --allow-async-fallback are a semi-sync replica's, and a group waits for its consensus instead: drop them, or use --replica semi-sync");
+            }
+            if !s.replica_delay_ms.is_empty() {
+                return usage("--replica-delay-ms delays a replica's link through a proxy, and a group's members connect to the addresses they advertise, where no proxy fits (docs/replication.md): drop it with --replica group");
+            }
+            if let Some(n) = s.group_members.filter(|n| !(1..=MAX_MEMBERS).contains(n)) {
+                return usage(format!(
+                    "--group-members {n}: give 1 to {MAX_MEMBERS} (each member is a server on this machine)"
+                ));
+            }
+        }
     }
     if let Some(bad) = s
         .replica_delay_ms
@@ -199,6 +221,7 @@ impl RunPlan {
     pub fn check(args: &RunArgs) -> Result<RunPlan> {
         let stage = StagePlan::check(&args.server, &args.probes, &args.workload.conn, false)?;
         let (workload, interval, duration) = check_workload(&args.workload)?;
+        group_takes(&args.server, &workload)?;
         Ok(RunPlan {
             shape: shape_of([&workload]),
             stage,
@@ -216,6 +239,15 @@ impl RunPlan {
             ..self.workload.clone()
         }
     }
+}
+
+/// A replication group refuses writes to a table without a primary key,
+/// and TPC-C's `history` has none (as tpcc-mysql made it).
+pub fn group_takes(server: &ServerArgs, w: &Config) -> Result<()> {
+    if server.replica == Some(Mode::Group) && w.tpcc.is_some() {
+        return usage("--replica group refuses writes to tables without a primary key, and TPC-C's history table has none: use --workload update, hot-row or insert with a group");
+    }
+    Ok(())
 }
 
 /// Validates workload flags before anything starts: (the config, its

@@ -11,7 +11,9 @@ use crate::{
     probes::{Plan, Probes, Target},
     records::run::{Legend, RunHeader},
     server::{
-        existing, locate,
+        existing,
+        group::{self, Group, Layout},
+        locate,
         managed::{Managed, ManagedConfig},
         options::ServerOption,
         process,
@@ -30,6 +32,9 @@ pub struct Stage {
     /// semi-sync source whose replica went first would wait out its
     /// timeout on the commits of its own shutdown.
     pub replica: Option<Replica>,
+    /// `--replica group`: the group's other members, stopped after the
+    /// primary.
+    pub group: Option<Group>,
     pub conn: ConnArgs,
     pub endpoint: Endpoint,
     pub pid: Option<u32>,
@@ -46,6 +51,7 @@ async fn connect(ep: &Endpoint) -> Result<mysql_async::Conn> {
 pub async fn setup(plan: &StagePlan, shape: Shape, stop: &Stop, ph: &Phases) -> Result<Stage> {
     let (server, probe_args, conn) = (&plan.server, &plan.probes, &plan.conn);
     let replica_plan = plan.replica.clone();
+    let group_plan = plan.group;
     let opens = u64::from(shape.clients) + 1;
     let sizing = (!conn.any_given()).then(|| Sizing::for_machine(shape, &server.server_options));
     // Our clients' sockets, and the managed server's files: it inherits
@@ -61,6 +67,13 @@ pub async fn setup(plan: &StagePlan, shape: Shape, stop: &Stop, ph: &Phases) -> 
     let mut planned: Option<Plan> = None;
     // Where a MySQL install keeps its plugins (the semi-sync ones).
     let mut plugin_dir: Option<std::path::PathBuf> = None;
+    // `--replica group`: the family's group, where the members listen,
+    // and the install's plugin dir.
+    let mut group_start: Option<(
+        &'static crate::family::group::GroupRow,
+        Layout,
+        std::path::PathBuf,
+    )> = None;
     let conn = if conn.any_given() {
         conn.clone()
     } else {
@@ -128,6 +141,31 @@ pub async fn setup(plan: &StagePlan, shape: Shape, stop: &Stop, ph: &Phases) -> 
             m.extra_args = dialect.source_args(plan, own.as_deref());
             m.listen_port = Some(replica::free_port()?);
         }
+        if let Some(gp) = &group_plan {
+            let family = m.cfg.binary.id.family();
+            let row = family.group.as_ref().ok_or_else(|| {
+                Error::Usage(format!(
+                    "--replica group: {} has no replication group commitscope can start (MySQL's Group Replication): use a MySQL 8.0+ server",
+                    family.name
+                ))
+            })?;
+            let dir = m
+                .cfg
+                .binary
+                .plugin_dir(row.library)
+                .ok_or_else(|| Error::Group {
+                    detail: format!(
+                        "the plugin {} is not in {}'s plugin dir (lib/mysql/plugin, lib/plugin)",
+                        row.library,
+                        m.cfg.binary.basedir.display()
+                    ),
+                })?;
+            let layout = Layout::new(gp.members)?;
+            let own = m.private_plugins(&dir, &group::plugin_files(row))?;
+            m.extra_args = layout.member_args(row, 0, &own.display().to_string());
+            m.listen_port = Some(layout.sql_ports[0]);
+            group_start = Some((row, layout, dir));
+        }
         ph.note(format_args!(
             "temp dir {} (server runs as {})",
             m.dir().display(),
@@ -162,6 +200,29 @@ pub async fn setup(plan: &StagePlan, shape: Shape, stop: &Stop, ph: &Phases) -> 
                 .await?;
             ph.note(format_args!("replica {}", r.describe()));
             Some(r)
+        }
+        _ => None,
+    };
+    let group = match (group_start, &managed) {
+        (Some((row, layout, dir)), Some(m)) => {
+            let g = ph
+                .run(
+                    stop,
+                    "start group",
+                    Group::start(m.cfg.clone(), row, layout, &mut control, m, &dir),
+                )
+                .await?;
+            eprintln!(
+                "commitscope: {}: {} members ONLINE ({})",
+                g.describe(),
+                g.last.len(),
+                g.last
+                    .iter()
+                    .map(|s| format!("{} {}", s.address, s.role))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            Some(g)
         }
         _ => None,
     };
@@ -215,6 +276,7 @@ pub async fn setup(plan: &StagePlan, shape: Shape, stop: &Stop, ph: &Phases) -> 
         ) + &replica
             .as_ref()
             .map(|r| format!("; {}", r.describe()))
+            .or_else(|| group.as_ref().map(|g| format!("; {}", g.describe())))
             .unwrap_or_default(),
         legend,
         options: server
@@ -228,6 +290,7 @@ pub async fn setup(plan: &StagePlan, shape: Shape, stop: &Stop, ph: &Phases) -> 
         probes,
         control: Some(control),
         replica,
+        group,
         managed,
         conn,
         endpoint,
@@ -332,6 +395,11 @@ impl Stage {
         stop: &Stop,
         ph: &Phases,
     ) -> Result<()> {
+        if self.group.is_some() {
+            return Err(Error::Usage(
+                "--replica group: a setting that needs a restart would make the primary rejoin its group as a secondary: sweep settings SET GLOBAL can change, or drop --replica group".into(),
+            ));
+        }
         drop(self.probes.take());
         if let (Some(r), Some(c)) = (self.replica.as_mut(), self.control.as_mut()) {
             r.pause(c).await;
@@ -381,6 +449,10 @@ impl Stage {
             ph.note("stop replica ...");
             r.disconnect().await;
             drop(r);
+        }
+        if let Some(g) = self.group.take() {
+            ph.note("stop the group's other members ...");
+            drop(g);
         }
     }
 }

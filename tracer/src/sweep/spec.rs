@@ -124,7 +124,9 @@ impl Spec {
         for &t in &spec.threads {
             for &w in &spec.warehouses {
                 let wa = workload_args(args, t, w, args.stage.conn.clone());
-                cfgs.push(crate::session::check_workload(&wa)?.0);
+                let cfg = crate::session::check_workload(&wa)?.0;
+                crate::session::group_takes(&args.stage.server, &cfg)?;
+                cfgs.push(cfg);
             }
         }
         spec.shape = crate::session::shape_of(&cfgs);

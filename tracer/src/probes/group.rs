@@ -1,0 +1,101 @@
+//! A replication group's hook, in the plugin library the server has
+//! loaded: found in the process's memory map, so that any member is
+//! traced the same way, started by commitscope or not; and its probes
+//! (the hook's return before its entry, each step's return before the
+//! shared step entry: every hook opened has its steps in place).
+use std::{
+    num::NonZeroU32,
+    path::{Path, PathBuf},
+};
+
+use aya::Ebpf;
+use tracer_ebpf::{programs as prog, CommitStage};
+
+use super::{
+    symbols::{Resolved, Resolver},
+    uprobe::attach_uprobe,
+};
+use crate::{error::Result, family::group::GroupRow, probes::profiles};
+
+/// Where the group's probes go.
+#[derive(Clone, Debug)]
+pub struct GroupPlan {
+    /// The library as the server mapped it.
+    pub library: PathBuf,
+    pub hook: Resolved,
+    /// The steps found out of line; a missing one's time stays in the
+    /// hook's rest.
+    pub steps: Vec<(CommitStage, Resolved)>,
+    /// The steps not found, by short name (said under `-v`).
+    pub missing: Vec<String>,
+}
+
+/// The group's plan for `pid`: None where its plugin is not loaded; an
+/// error line where it is but its hook cannot be probed.
+pub fn find(
+    pid: u32,
+    row: &GroupRow,
+    debug_root: &Path,
+) -> std::result::Result<Option<GroupPlan>, String> {
+    let Some(library) = crate::server::process::mapped_library(pid, row.library) else {
+        return Ok(None);
+    };
+    let r = Resolver::open(&library, debug_root).map_err(|e| e.to_string())?;
+    let at = |names: &[&str]| r.resolve(names).filter(|x| x.out_of_line);
+    let hook = at(row.hook).ok_or_else(|| {
+        format!(
+            "{} has no {} out of line: the group's part of each commit is not timed",
+            library.display(),
+            profiles::short_name(row.hook[0])
+        )
+    })?;
+    let mut steps = Vec::new();
+    let mut missing = Vec::new();
+    for (stage, names) in row.steps {
+        match at(names) {
+            Some(x) => steps.push((*stage, x)),
+            None => missing.push(profiles::short_name(names[0])),
+        }
+    }
+    Ok(Some(GroupPlan {
+        library,
+        hook,
+        steps,
+        missing,
+    }))
+}
+
+/// The return program of a step's stage.
+fn step_return(stage: CommitStage) -> Option<&'static str> {
+    match stage {
+        CommitStage::GroupFlowControl => Some(prog::GROUP_FLOW_RETURN),
+        CommitStage::GroupSend => Some(prog::GROUP_SEND_RETURN),
+        CommitStage::GroupConsensus => Some(prog::GROUP_CONSENSUS_RETURN),
+        _ => None,
+    }
+}
+
+/// Attaches the plan's probes; `note` hears of each (kind, place).
+pub fn attach(
+    ebpf: &mut Ebpf,
+    plan: &GroupPlan,
+    pid: NonZeroU32,
+    mut note: impl FnMut(&'static str, &Resolved),
+) -> Result<()> {
+    let lib = plan.library.as_path();
+    let h = &plan.hook;
+    attach_uprobe(ebpf, prog::GROUP_RETURN, h.file_offset, h, lib, pid)?;
+    note("uretprobe", h);
+    for (stage, at) in &plan.steps {
+        let Some(ret) = step_return(*stage) else {
+            continue;
+        };
+        attach_uprobe(ebpf, ret, at.file_offset, at, lib, pid)?;
+        attach_uprobe(ebpf, prog::GROUP_PART_ENTRY, at.file_offset, at, lib, pid)?;
+        note("uretprobe", at);
+        note("uprobe", at);
+    }
+    attach_uprobe(ebpf, prog::GROUP_ENTRY, h.file_offset, h, lib, pid)?;
+    note("uprobe", h);
+    Ok(())
+}

@@ -1,0 +1,305 @@
+//! `--replica group`: a managed single-primary Group Replication group of
+//! Debian unstable's stock MySQL on loopback, its commits' time in the
+//! group as commit-path stages, and members that die. What can fail is
+//! held: the commits through the group against the primary's own count
+//! (`COUNT_TRANSACTIONS_LOCAL_PROPOSED`), the stages' shares, a lost
+//! member said, a lost majority ending the run with nothing left.
+mod common;
+
+use std::{
+    io::{BufRead, BufReader},
+    path::Path,
+    process::Stdio,
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+use common::*;
+use serde_json::Value;
+
+/// The managed members' server pids by their server id, from their
+/// command lines (`--server-id=N`) under `workdir`.
+fn member_pid(workdir: &Path, server_id: u32) -> Option<u32> {
+    let want = format!("--server-id={server_id}");
+    servers_under(workdir).into_iter().find(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|c| c.split(|b| *b == 0).any(|a| a == want.as_bytes()))
+            .unwrap_or(false)
+    })
+}
+
+/// The group stages of a summary's commit path, and the checks' row of
+/// `counter`.
+fn stages(s: &Value) -> &Vec<Value> {
+    s["trace"]["commit_path"]["stages"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no commit path: {s}"))
+}
+
+fn check<'a>(s: &'a Value, counter: &str) -> &'a Value {
+    s["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["counter"] == counter)
+        .unwrap_or_else(|| panic!("no {counter} check: {s}"))
+}
+
+/// The issue's bar on a clean group of three: exit 0, the members said
+/// ONLINE, the group's stages in the commit path, the commits through
+/// the group within 1 % of the primary's own count, the shares summing
+/// to 1 with at most 0.2 unattributed, and nothing left.
+#[test]
+fn stock_mysql_commits_through_a_managed_group_of_three_stage_by_stage() {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    let (s, err, wd) = managed_summary(
+        &stock_mysqld(),
+        &[
+            "--replica",
+            "group",
+            "--commit-path",
+            "--threads",
+            "16",
+            "--duration",
+            "6",
+        ],
+    );
+    let ctx = format!("{s}\n{err}");
+    assert!(err.contains("3 members ONLINE"), "{ctx}");
+    let names: Vec<&str> = stages(&s)
+        .iter()
+        .map(|x| x["stage"].as_str().unwrap())
+        .collect();
+    for want in [
+        "group: send",
+        "group: consensus and certification",
+        "group: rest of before_commit",
+    ] {
+        assert!(names.contains(&want), "{want}: {names:?}\n{ctx}");
+    }
+    let sum: f64 = stages(&s).iter().map(|x| f(&x["share"])).sum();
+    assert!((sum - 1.0).abs() < 1e-6, "shares sum to {sum}: {ctx}");
+    let rest = stages(&s)
+        .iter()
+        .find(|x| x["stage"] == "unattributed")
+        .unwrap();
+    assert!(f(&rest["share"]) <= 0.2, "unattributed: {ctx}");
+    // Through the group: ours against the primary's member stats.
+    let proposed = check(&s, "COUNT_TRANSACTIONS_LOCAL_PROPOSED");
+    assert!(u(&proposed["server"]) > 500, "{ctx}");
+    assert!(f(&proposed["diff_pct"]).abs() <= 1.0, "{ctx}");
+    // The group block: commits, their wait, consensus the largest part.
+    let g = &s["trace"]["group"];
+    assert_eq!(g["commits"], proposed["ours"], "{ctx}");
+    assert!(f(&g["consensus_us"]) > f(&g["send_us"]), "{ctx}");
+    assert!(f(&g["mean_us"]) >= f(&g["consensus_us"]), "{ctx}");
+    let end = &s["group"];
+    assert_eq!(end["size"], 3, "{ctx}");
+    assert_eq!(end["online"], 3, "{ctx}");
+    assert_eq!(end["lost"].as_array().unwrap().len(), 0, "{ctx}");
+    assert_eq!(s["workload"]["errors"], 0, "{ctx}");
+    assert_clean(wd.path());
+}
+
+/// A secondary killed mid-run: the group goes on with two, the line and
+/// the ticks say so; the second killed: the group lost its majority,
+/// said within seconds, a non-zero exit, and nothing left running.
+#[test]
+fn a_group_goes_on_without_one_secondary_and_stops_without_its_majority() {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    let wd = workdir();
+    let mut child = commitscope()
+        .arg("--mysqld")
+        .arg(stock_mysqld())
+        .args(["--replica", "group", "--threads", "4", "--duration", "120"])
+        .args(["--workdir", wd.path().to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (etx, erx) = mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = etx.send(l);
+        }
+    });
+    let (otx, orx) = mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = otx.send(l);
+        }
+    });
+    let mut err = wait_for(&erx, "3 members ONLINE");
+    // Ticks first: the run is measuring.
+    let tick = |l: &str| {
+        l.split_whitespace()
+            .nth(1)
+            .and_then(|tps| tps.parse::<f64>().ok())
+    };
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while out.iter().filter(|l: &&String| tick(l).is_some()).count() < 2 {
+        assert!(Instant::now() < deadline, "no ticks: {out:?}\n{err:?}");
+        if let Ok(l) = orx.recv_timeout(Duration::from_millis(200)) {
+            out.push(l);
+        }
+    }
+    let third = member_pid(wd.path(), 3).expect("member 3's server");
+    // SAFETY: killing a member server found by its command line.
+    unsafe { libc::kill(third as i32, libc::SIGKILL) };
+    let killed_at = Instant::now();
+    // Said once the primary sees it go (its failure detection: ~5 s).
+    err.extend(wait_for(&erx, "group member"));
+    let said = killed_at.elapsed();
+    assert!(
+        said < Duration::from_secs(30),
+        "said after {said:?}: {err:?}"
+    );
+    // The group commits on with two: a tick that says so and has
+    // transactions (the lines queued before it are older ticks).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no tick went on: {out:?}\n{err:?}"
+        );
+        let Ok(l) = orx.recv_timeout(Duration::from_millis(200)) else {
+            continue;
+        };
+        let on = l.contains("(group: 2 of 3 members ONLINE)") && tick(&l).is_some_and(|t| t > 0.0);
+        out.push(l);
+        if on {
+            break;
+        }
+    }
+    let second = member_pid(wd.path(), 2).expect("member 2's server");
+    // SAFETY: as above.
+    unsafe { libc::kill(second as i32, libc::SIGKILL) };
+    let t0 = Instant::now();
+    let (status, _) = wait_exit(
+        &mut child,
+        Duration::from_secs(90),
+        "commitscope did not end",
+    );
+    let ended = t0.elapsed();
+    err.extend(rest_of(&erx));
+    out.extend(rest_of(&orx));
+    let ctx = format!(
+        "{status} after {ended:?}\n{}\n{}",
+        out.join("\n"),
+        err.join("\n")
+    );
+    assert!(!status.success(), "{ctx}");
+    assert!(
+        err.iter()
+            .any(|l| l.contains("the group lost its majority")),
+        "{ctx}"
+    );
+    assert!(ended < Duration::from_secs(60), "{ctx}");
+    assert!(
+        out.iter().any(|l| l.contains("left ONLINE during the run")),
+        "{ctx}"
+    );
+    assert_clean(wd.path());
+}
+
+/// Bad input: a group from a MariaDB binary, and flags a group has no
+/// use for, each one line and exit 2 before anything starts.
+#[test]
+fn group_flags_that_cannot_apply_are_refused_in_one_line() {
+    for (args, want) in [
+        (
+            &["--replica", "group", "--replica-delay-ms", "2"][..],
+            "no proxy fits",
+        ),
+        (
+            &["--replica", "group", "--group-members", "6"][..],
+            "give 1 to 5",
+        ),
+        (&["--group-members", "3"][..], "add --replica group"),
+        (
+            &["--replica", "group", "--no-trace", "--workload", "tpcc"][..],
+            "history table has none",
+        ),
+    ] {
+        let line = fails(args);
+        assert!(line.contains(want), "{args:?}: {line}");
+    }
+}
+
+/// A loopback port free now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `trace --pid` on a group's primary the test harness started itself (a
+/// group of one: the same hook, the same consensus and certification):
+/// the group's stages in its commit path, one commit through the group
+/// per commit the clients made.
+#[test]
+fn trace_by_pid_times_a_group_the_tool_did_not_start() {
+    let Some(_lane) = root_shared() else {
+        return;
+    };
+    let mysqld = stock_mysqld();
+    let plugins = mysqld
+        .parent()
+        .and_then(|d| d.parent())
+        .unwrap()
+        .join("lib/mysql/plugin");
+    let (port, gcs) = (free_port(), free_port());
+    let opts: Vec<String> = vec![
+        "--server-id=7".into(),
+        "--log-bin".into(),
+        "--gtid-mode=ON".into(),
+        "--enforce-gtid-consistency=ON".into(),
+        format!("--plugin-dir={}", plugins.display()),
+        "--plugin-load-add=group_replication.so".into(),
+        "--group-replication-group-name=6d1c0b4e-3c1f-4a8e-9d2b-5f7e8a9b0c1d".into(),
+        "--group-replication-start-on-boot=OFF".into(),
+        format!("--group-replication-local-address=127.0.0.1:{gcs}"),
+        format!("--group-replication-group-seeds=127.0.0.1:{gcs}"),
+        "--group-replication-ip-allowlist=127.0.0.1".into(),
+        "--skip-networking=OFF".into(),
+        format!("--port={port}"),
+        "--bind-address=127.0.0.1".into(),
+        "--report-host=127.0.0.1".into(),
+    ];
+    let opts: Vec<&str> = opts.iter().map(String::as_str).collect();
+    let server =
+        testkit::Server::start_mysql(&mysqld, &opts).unwrap_or_else(|e| panic!("start MySQL: {e}"));
+    server
+        .query(
+            "SET GLOBAL group_replication_bootstrap_group = ON; START GROUP_REPLICATION; \
+             SET GLOBAL group_replication_bootstrap_group = OFF; \
+             CREATE DATABASE cs_test; CREATE TABLE cs_test.tb (id INT PRIMARY KEY, c INT) ENGINE=InnoDB; \
+             INSERT INTO cs_test.tb WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT i, 0 FROM n",
+        )
+        .expect("found the group and prepare the schema");
+    let tracer = Tracer::start(server.pid(), &["--commit-path"]);
+    let commits = server.drive_updates("cs_test", 8, 200);
+    let lines = tracer.finish(true);
+    let s = summary(&lines);
+    let t = &s["totals"];
+    assert_eq!(u(&t["group"]["commits"]), commits, "{s}");
+    let c = &t["commit_path"];
+    assert_eq!(u(&c["commits"]), commits, "{s}");
+    let stages = c["stages"].as_array().unwrap();
+    for want in ["group: send", "group: consensus and certification"] {
+        assert!(stages.iter().any(|x| x["stage"] == want), "{want}: {s}");
+    }
+    let shares: f64 = stages.iter().map(|x| f(&x["share"])).sum();
+    assert!((shares - 1.0).abs() <= 0.01, "{s}");
+    // A group's hooks are not a semi-sync wait.
+    assert!(t["replication"].is_null(), "{s}");
+}
