@@ -408,6 +408,7 @@ impl Columns {
         c.commit_stages = probes.commit_path.then_some(family.stages);
         c.ack = probes.ack;
         c.ack_hooks = &family.ack;
+        // Light: in its exact windows only.
         c.group = probes.group.is_some() && c.per_commit;
         c
     }

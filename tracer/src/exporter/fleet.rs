@@ -21,7 +21,7 @@ use crate::{
     server::{
         commits::{self, CommitCounter, Running},
         process,
-        status::ServerAcks,
+        status::WindowCounters,
     },
 };
 
@@ -39,7 +39,7 @@ pub struct Attached {
     /// The open exact window: when it began, and the maps then.
     window: Option<(SystemTime, Snapshot)>,
     /// The server's own semi-sync counters as the window opened.
-    window_acks: Option<ServerAcks>,
+    window_acks: Option<WindowCounters>,
 }
 
 impl Attached {
@@ -263,7 +263,7 @@ impl Fleet {
 
     /// Keeps each open window's server counters at its start (`acks`:
     /// read just after the windows opened, by server name).
-    pub fn set_window_acks(&mut self, acks: &BTreeMap<String, (u32, ServerAcks)>) {
+    pub fn set_window_acks(&mut self, acks: &BTreeMap<String, (u32, WindowCounters)>) {
         for (name, (pid, now)) in acks {
             if let Some(a) = self.attached_as(name, *pid).filter(|a| a.window.is_some()) {
                 a.window_acks = Some(*now);
@@ -286,7 +286,7 @@ impl Fleet {
     /// before). The probes are returned to be dropped off the lock.
     pub fn close_windows(
         &mut self,
-        acks: &BTreeMap<String, (u32, ServerAcks)>,
+        acks: &BTreeMap<String, (u32, WindowCounters)>,
     ) -> Vec<WindowLinks> {
         let mut out = Vec::new();
         for (name, s) in self.servers.iter_mut() {
@@ -296,7 +296,7 @@ impl Fleet {
             let Some((start, base)) = a.window.take() else {
                 continue;
             };
-            let server_acks = a.window_acks.take().and_then(|was| {
+            let server = a.window_acks.take().and_then(|was| {
                 let (_, now) = acks.get(name).filter(|(pid, _)| *pid == a.pid)?;
                 Some(now.since(&was))
             });
@@ -326,7 +326,9 @@ impl Fleet {
                         totals,
                         commit_path: i.commit_path,
                         replication: i.replication,
-                        server_acks,
+                        server_acks: server.and_then(|c| c.acks),
+                        group: i.group,
+                        server_group_proposed: server.and_then(|c| c.group_proposed),
                     });
                 }
                 Err(e) => eprintln!("commitscope: the exact window on {} is lost: {e}", s.name),
@@ -426,18 +428,19 @@ pub fn read_commits(fleet: &Mutex<Fleet>, rt: &tokio::runtime::Runtime) {
     }
 }
 
-/// The semi-sync counters of every light server with a login that is a
-/// semi-sync source, by server name, with the pid they were read from.
+/// The replication counters of every light server with a login that is a
+/// semi-sync source or a group member, by server name, with the pid they
+/// were read from.
 /// A failed read is said; the login drops its connection and logs in
 /// again at its next read.
 pub fn read_server_acks(
     fleet: &Mutex<Fleet>,
     rt: &tokio::runtime::Runtime,
-) -> BTreeMap<String, (u32, ServerAcks)> {
+) -> BTreeMap<String, (u32, WindowCounters)> {
     let read: Vec<_> = take_logins(fleet)
         .into_iter()
         .map(|(name, pid, mut c)| {
-            let r = rt.block_on(c.semi_sync());
+            let r = rt.block_on(c.window_counters());
             (name, pid, c, r)
         })
         .collect();
@@ -450,11 +453,11 @@ pub fn read_server_acks(
             a.commits = Some(c);
         }
         match r {
-            Ok(Some(acks)) => {
-                out.insert(name, (pid, acks));
+            Ok(c) if c.acks.is_some() || c.group_proposed.is_some() => {
+                out.insert(name, (pid, c));
             }
-            Ok(None) => {}
-            Err(e) => eprintln!("commitscope: the semi-sync counters of {name} not read: {e}"),
+            Ok(_) => {}
+            Err(e) => eprintln!("commitscope: the replication counters of {name} not read: {e}"),
         }
     }
     out

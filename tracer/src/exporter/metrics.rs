@@ -627,8 +627,75 @@ impl Exposition {
             }),
         )?;
         window_commit_path(enc, &w)?;
-        window_replication(enc, &w)
+        window_replication(enc, &w)?;
+        window_group(enc, &w)
     }
+}
+
+/// The last exact window's commits through a replication group, their
+/// time in it, and the member's own count over the same window.
+fn window_group(
+    enc: &mut DescriptorEncoder,
+    w: &[(&ServerView, &super::totals::Figures)],
+) -> Result<(), std::fmt::Error> {
+    let g: Vec<(&ServerView, &crate::group::GroupWaits)> = w
+        .iter()
+        .filter_map(|(v, f)| Some((*v, f.group.as_ref()?)))
+        .collect();
+    family(
+        enc,
+        "commitscope_window_group_commits",
+        "The last exact window's commits through a replication group's hook (Group Replication's before_commit)",
+        None,
+        g.iter()
+            .map(|(v, x)| (labels(v), ConstGauge::new(x.commits as i64))),
+    )?;
+    family(
+        enc,
+        "commitscope_window_group_time",
+        "The last exact window's commits' time in the group: mean, p50 and p99 (log2 buckets) per commit, and the sum",
+        Some(&Unit::Seconds),
+        g.iter().flat_map(|(v, x)| {
+            [
+                ("mean", x.mean_us),
+                ("p50", x.p50_us),
+                ("p99", x.p99_us),
+                ("sum", Some(x.total_us as f64)),
+            ]
+            .into_iter()
+            .filter_map(move |(k, us)| {
+                Some((with(&labels(v), "stat", k), ConstGauge::new(us? / 1e6)))
+            })
+        }),
+    )?;
+    family(
+        enc,
+        "commitscope_window_group_part",
+        "The last exact window's mean time per commit in each part of the group's hook: flow control, the send, consensus and certification, the rest",
+        Some(&Unit::Seconds),
+        g.iter().flat_map(|(v, x)| {
+            [
+                ("flow_control", x.flow_control_us),
+                ("send", x.send_us),
+                ("consensus", x.consensus_us),
+                ("rest", x.rest_us),
+            ]
+            .into_iter()
+            .filter_map(move |(k, us)| {
+                Some((with(&labels(v), "part", k), ConstGauge::new(us? / 1e6)))
+            })
+        }),
+    )?;
+    family(
+        enc,
+        "commitscope_window_group_server_commits",
+        "The member's own count of the transactions it proposed to its group over the last exact window (COUNT_TRANSACTIONS_LOCAL_PROPOSED), beside commitscope_window_group_commits",
+        None,
+        w.iter().filter_map(|(v, f)| {
+            let (counter, n) = f.server_group_proposed?;
+            Some((with(&labels(v), "counter", counter), ConstGauge::new(n as i64)))
+        }),
+    )
 }
 
 /// The last exact window's waits of a semi-sync source for its replica.

@@ -254,6 +254,11 @@ pub struct Figures {
     /// (`Rpl_semi_sync_*_yes_tx`, `_tx_wait_time`), read on the light
     /// tier's login: the check beside ours.
     pub server_acks: Option<crate::server::status::ServerAcks>,
+    /// A replication group member's commits through its group inside the
+    /// window, and its own count of them over the same window
+    /// (`COUNT_TRANSACTIONS_LOCAL_PROPOSED`: the column, the count).
+    pub group: Option<crate::group::GroupWaits>,
+    pub server_group_proposed: Option<(&'static str, u64)>,
 }
 
 #[cfg(test)]

@@ -517,8 +517,10 @@ impl Probes {
         }
         // A replication group's hook, in the plugin library the server
         // loaded (per commit: the exact tier's), before the spans.
+        // Found whatever the tier: a light tier attaches them with each
+        // exact window.
         let group_row = crate::family::Family::of(plan.server).group.as_ref();
-        let group = match group_row.filter(|_| target.tier.per_commit()) {
+        let group = match group_row {
             Some(row) => match group::find(target.pid, row, &target.debug_root) {
                 Ok(g) => g,
                 Err(line) => {
@@ -529,8 +531,8 @@ impl Probes {
             None => None,
         };
         let mut group_probes = Vec::new();
-        if let Some(g) = &group {
-            group::attach(&mut ebpf, g, pid, |kind, at| {
+        if let Some(g) = group.as_ref().filter(|_| target.tier.per_commit()) {
+            group::attach(&mut ebpf, g, pid, &mut Vec::new(), |kind, at| {
                 group_probes.push(AttachedProbe {
                     role: "group",
                     kind,
@@ -617,6 +619,10 @@ impl Probes {
             // A semi-sync source's waits for its replica.
             if let Some(a) = self.plan.ack.as_ref() {
                 attach_acks(&mut self.ebpf, a, self.ack, &exe, pid, window, |_| {})?;
+            }
+            // A replication group's part of each commit.
+            if let Some(g) = self.group.as_ref() {
+                group::attach(&mut self.ebpf, g, pid, window, |_, _| {})?;
             }
             // The commit path's spans last, as at attach: every span
             // opened has its stages' probes in place.

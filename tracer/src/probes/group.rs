@@ -8,7 +8,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use aya::Ebpf;
+use aya::{programs::uprobe::UProbeLinkId, Ebpf};
 use tracer_ebpf::{programs as prog, CommitStage};
 
 use super::{
@@ -75,27 +75,37 @@ fn step_return(stage: CommitStage) -> Option<&'static str> {
     }
 }
 
-/// Attaches the plan's probes; `note` hears of each (kind, place).
+/// Attaches the plan's probes; each link goes into `links` as it is
+/// made (a light tier's window takes them off again), `note` hears of
+/// each (kind, place).
 pub fn attach(
     ebpf: &mut Ebpf,
     plan: &GroupPlan,
     pid: NonZeroU32,
+    links: &mut Vec<(&'static str, UProbeLinkId)>,
     mut note: impl FnMut(&'static str, &Resolved),
 ) -> Result<()> {
     let lib = plan.library.as_path();
     let h = &plan.hook;
-    attach_uprobe(ebpf, prog::GROUP_RETURN, h.file_offset, h, lib, pid)?;
+    let mut one = |ebpf: &mut Ebpf, name: &'static str, at: &Resolved| -> Result<()> {
+        links.push((
+            name,
+            attach_uprobe(ebpf, name, at.file_offset, at, lib, pid)?,
+        ));
+        Ok(())
+    };
+    one(ebpf, prog::GROUP_RETURN, h)?;
     note("uretprobe", h);
     for (stage, at) in &plan.steps {
         let Some(ret) = step_return(*stage) else {
             continue;
         };
-        attach_uprobe(ebpf, ret, at.file_offset, at, lib, pid)?;
-        attach_uprobe(ebpf, prog::GROUP_PART_ENTRY, at.file_offset, at, lib, pid)?;
+        one(ebpf, ret, at)?;
+        one(ebpf, prog::GROUP_PART_ENTRY, at)?;
         note("uretprobe", at);
         note("uprobe", at);
     }
-    attach_uprobe(ebpf, prog::GROUP_ENTRY, h.file_offset, h, lib, pid)?;
+    one(ebpf, prog::GROUP_ENTRY, h)?;
     note("uprobe", h);
     Ok(())
 }

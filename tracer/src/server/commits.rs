@@ -138,9 +138,9 @@ impl CommitCounter {
 
     /// The server's semi-sync counters now, on the same login (None:
     /// not a semi-sync source).
-    pub async fn semi_sync(&mut self) -> Result<Option<super::status::ServerAcks>, String> {
+    pub async fn window_counters(&mut self) -> Result<super::status::WindowCounters, String> {
         let r = match self.conn().await {
-            Ok(c) => tokio::time::timeout(READ_LIMIT, super::status::semi_sync(c))
+            Ok(c) => tokio::time::timeout(READ_LIMIT, super::status::window_counters(c))
                 .await
                 .map_err(|_| format!("SHOW GLOBAL STATUS took over {} ms", READ_LIMIT.as_millis()))
                 .and_then(|r| r.map_err(|e| e.to_string())),

@@ -259,6 +259,51 @@ pub async fn semi_sync(conn: &mut mysql_async::Conn) -> Result<Option<ServerAcks
     Ok(ServerAcks::of(&st))
 }
 
+/// What an exact window sets beside its probes' counts, read at its two
+/// edges: a semi-sync source's acknowledged waits, and a replication
+/// group member's transactions proposed to its group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WindowCounters {
+    pub acks: Option<ServerAcks>,
+    /// (the member stats' column, its value).
+    pub group_proposed: Option<(&'static str, u64)>,
+}
+
+impl WindowCounters {
+    /// What moved since `before` (a restarted server's counters are all
+    /// new); a counter missing at either edge is None.
+    pub fn since(&self, before: &WindowCounters) -> WindowCounters {
+        WindowCounters {
+            acks: self.acks.zip(before.acks).map(|(n, b)| n.since(&b)),
+            group_proposed: self
+                .group_proposed
+                .zip(before.group_proposed)
+                .map(|((k, n), (_, b))| (k, moved(n, b))),
+        }
+    }
+}
+
+/// The window's server counters now: the semi-sync ones, and a group
+/// member's proposed transactions where the server is one (its member
+/// stats table has its row).
+pub async fn window_counters(conn: &mut mysql_async::Conn) -> Result<WindowCounters> {
+    let acks = semi_sync(conn).await?;
+    let mut group_proposed = None;
+    for row in crate::family::FAMILIES
+        .iter()
+        .filter_map(|f| f.group.as_ref())
+    {
+        let r: Option<mysql_async::Row> = conn.query_first(row.local_stats).await.ok().flatten();
+        if let Some(Some(Ok(v))) = r.map(|r| r.get_opt::<u64, _>(0)) {
+            group_proposed = Some((row.local_columns[0], v));
+        }
+    }
+    Ok(WindowCounters {
+        acks,
+        group_proposed,
+    })
+}
+
 /// Our side of the comparison, over the same window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OurCounts {
