@@ -1,6 +1,10 @@
 //! Which file an fd of the traced process is: the kernel side counts syncs
 //! and writes per fd; user space names them from `/proc/<pid>/fd/<n>`.
-use std::{collections::HashMap, fmt, path::PathBuf};
+use std::{
+    collections::HashMap,
+    fmt,
+    path::{Path, PathBuf},
+};
 
 /// What a synced file is to InnoDB and the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -135,6 +139,22 @@ impl FdTable {
     }
 }
 
+/// The file mapped into `pid` whose name is `name` (a loaded plugin),
+/// from its memory map.
+pub fn mapped_library(pid: u32, name: &str) -> Option<PathBuf> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    library_in(&maps, name)
+}
+
+/// [`mapped_library`] on a memory map's text.
+fn library_in(maps: &str, name: &str) -> Option<PathBuf> {
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .map(Path::new)
+        .find(|p| p.file_name().is_some_and(|f| f == name))
+        .map(Path::to_path_buf)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,5 +174,23 @@ mod tests {
         assert_eq!(classify("socket:[1234]"), FileClass::Other);
         // Aria's numbered log is not a binlog.
         assert_eq!(classify("/d/aria_log.00000001"), FileClass::Data);
+    }
+
+    #[test]
+    fn the_plugin_is_found_by_its_file_name_in_the_memory_map() {
+        let maps = "\
+7f00-7f10 r--p 00000000 08:01 123 /usr/lib/mysql/plugin/semisync_source.so
+7f10-7f20 r-xp 00001000 08:01 124 /tmp/commitscope-x/plugin/group_replication.so
+7f20-7f30 rw-p 00000000 00:00 0
+7f30-7f40 r--p 00000000 08:01 125 /tmp/not_group_replication.so.bak
+";
+        assert_eq!(
+            library_in(maps, "group_replication.so"),
+            Some(PathBuf::from(
+                "/tmp/commitscope-x/plugin/group_replication.so"
+            ))
+        );
+        assert_eq!(library_in(maps, "ha_galera.so"), None);
+        assert_eq!(library_in("", "group_replication.so"), None);
     }
 }

@@ -500,7 +500,7 @@ impl Probes {
         let semi_sync_loaded = crate::family::Family::of(plan.server)
             .ack
             .library
-            .is_none_or(|l| crate::server::process::mapped_library(target.pid, l).is_some());
+            .is_none_or(|l| crate::fds::mapped_library(target.pid, l).is_some());
         let ack = match plan
             .ack
             .as_ref()

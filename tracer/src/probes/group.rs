@@ -37,7 +37,7 @@ pub fn find(
     row: &GroupRow,
     debug_root: &Path,
 ) -> std::result::Result<Option<GroupPlan>, String> {
-    let Some(library) = crate::server::process::mapped_library(pid, row.library) else {
+    let Some(library) = crate::fds::mapped_library(pid, row.library) else {
         return Ok(None);
     };
     let r = Resolver::open(&library, debug_root).map_err(|e| e.to_string())?;

@@ -45,6 +45,15 @@ impl<'a> Live<'a> {
                 axes[i].key
             )));
         }
+        // A group's primary that restarts would rejoin as a secondary:
+        // said before the first cell, naming the setting.
+        let restarts = |i: &usize| change[*i] == Change::Restart && axes[*i].values.len() > 1;
+        if let (true, Some(i)) = (stage.group.is_some(), (0..change.len()).find(restarts)) {
+            return Err(Error::Usage(format!(
+                "{} needs a restart, and a group's primary that restarts rejoins its group as a secondary: sweep settings SET GLOBAL can change with --replica group, or drop it",
+                axes[i].key
+            )));
+        }
         Ok(Live {
             stage,
             change,
