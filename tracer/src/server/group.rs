@@ -180,7 +180,7 @@ impl Group {
         primary_server: &Managed,
         plugin_dir: &std::path::Path,
     ) -> Result<Group> {
-        let password = password();
+        let password = super::replica::password("gr");
         let mut flow_counters = false;
         setup_member(primary, &password, "the primary").await?;
         if let Some((urn, _)) = row.flow_component {
@@ -450,16 +450,6 @@ async fn setup_member(c: &mut mysql_async::Conn, password: &str, name: &str) -> 
             .map_err(sql_err(format!("setting up {name}")))?;
     }
     Ok(())
-}
-
-/// A password for the throwaway recovery account (loopback only, gone
-/// with the servers).
-fn password() -> String {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    format!("gr-{:x}{:x}", t, std::process::id())
 }
 
 impl Drop for Group {

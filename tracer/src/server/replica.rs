@@ -258,7 +258,7 @@ impl Replica {
             host: "127.0.0.1".into(),
             port: proxy.as_ref().map_or(source_port, |p| p.listen.port()),
             user: REPL_USER,
-            password: password(),
+            password: password("cs"),
         };
         let q = |e: mysql_async::Error, what: &str| Error::Replica {
             detail: format!("{what}: {e}"),
@@ -467,14 +467,14 @@ impl Replica {
     }
 }
 
-/// A password for the throwaway replication user (loopback only, gone
-/// with the servers).
-fn password() -> String {
+/// A password for a throwaway replication account (loopback only, gone
+/// with the servers), after `prefix`.
+pub(super) fn password(prefix: &str) -> String {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or_default();
-    format!("cs-{:x}{:x}", t, std::process::id())
+    format!("{prefix}-{:x}{:x}", t, std::process::id())
 }
 
 #[cfg(test)]
