@@ -93,7 +93,12 @@ fn stock_mysql_commits_through_a_managed_group_of_three_stage_by_stage() {
     assert!(f(&proposed["diff_pct"]).abs() <= 1.0, "{ctx}");
     // The group block: commits, their wait, consensus the largest part.
     let g = &s["trace"]["group"];
-    assert_eq!(g["commits"], proposed["ours"], "{ctx}");
+    // Every commit the path timed went through the group's hook.
+    let (through, timed) = (u(&g["commits"]), u(&s["trace"]["commit_path"]["commits"]));
+    assert!(
+        through.abs_diff(timed) <= timed / 100,
+        "{through} vs {timed}: {ctx}"
+    );
     assert!(f(&g["consensus_us"]) > f(&g["send_us"]), "{ctx}");
     assert!(f(&g["mean_us"]) >= f(&g["consensus_us"]), "{ctx}");
     let end = &s["group"];
