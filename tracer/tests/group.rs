@@ -29,6 +29,24 @@ fn member_pid(workdir: &Path, server_id: u32) -> Option<u32> {
     })
 }
 
+/// A run the test started, interrupted (as a user's Ctrl-C would: it
+/// stops every member) if the test fails while it still runs.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(self.0.id() as i32, libc::SIGINT) };
+            let _ = wait_exit(
+                &mut self.0,
+                Duration::from_secs(120),
+                "the run did not stop",
+            );
+        }
+    }
+}
+
 /// The group stages of a summary's commit path, and the checks' row of
 /// `counter`.
 fn stages(s: &Value) -> &Vec<Value> {
@@ -141,6 +159,7 @@ fn a_group_goes_on_without_one_secondary_and_stops_without_its_majority() {
             let _ = otx.send(l);
         }
     });
+    let mut run = Running(child);
     let mut err = wait_for(&erx, "3 members ONLINE");
     // Ticks first: the run is measuring.
     let tick = |l: &str| {
@@ -189,7 +208,7 @@ fn a_group_goes_on_without_one_secondary_and_stops_without_its_majority() {
     unsafe { libc::kill(second as i32, libc::SIGKILL) };
     let t0 = Instant::now();
     let (status, _) = wait_exit(
-        &mut child,
+        &mut run.0,
         Duration::from_secs(90),
         "commitscope did not end",
     );
@@ -320,9 +339,9 @@ fn trace_by_pid_times_a_group_the_tool_did_not_start() {
 /// The exporter's exact window on a group member it did not start (the
 /// light tier between windows): the commits through the group and their
 /// parts, and the member's own count of proposed transactions over the
-/// same window: within 3 % and the clients in flight, as the exporter
-/// reads the member's count just inside the probes' window at each edge
-/// (a few tens of ms: 40 of 2,820 once, at 950 commits a second).
+/// same window: ours at least the member's, at most 8 % above it, as
+/// the exporter reads the member's count just inside the probes' window
+/// at each edge (tens of ms: 40 of 2,820 alone, 86 of 2,263 in the suite).
 #[test]
 fn the_exporter_sets_the_members_own_count_beside_its_window() {
     use exporter_kit::{http_request, promtool_check, sample, Exporter};
@@ -368,8 +387,11 @@ fn the_exporter_sets_the_members_own_count_beside_its_window() {
     );
     let ours = get("commitscope_window_group_commits", &[]);
     assert!(server_n > 100.0, "{server_n}: {scrape}");
+    // The login's reads sit just inside the probes' window at both edges:
+    // ours is never below the member's count, and above it by what
+    // commits in the reads' lag (86 of 2,263 under the suite's load).
     assert!(
-        (ours - server_n).abs() <= server_n * 0.03 + 8.0,
+        ours + 8.0 >= server_n && ours <= server_n * 1.08 + 8.0,
         "{ours} vs {server_n}: {scrape}"
     );
     let consensus = get(

@@ -680,7 +680,13 @@ fn a_sweep_over_the_sync_delay_and_count_says_why_groups_closed() {
     let fsyncs = u(&both["run"]["trace"]["binlog_fsync"]);
     let sum = of(&r, "count") + of(&r, "timeout");
     assert!(sum.abs_diff(fsyncs) <= 1, "{r:?} vs {fsyncs} binlog fsyncs");
-    assert_eq!(sum, u(&both["run"]["trace"]["binlog"]["groups"]), "{both}");
+    // A group whose leader's wait ended before the window and closed
+    // inside it has no reason in the window: one at each edge.
+    let groups = u(&both["run"]["trace"]["binlog"]["groups"]);
+    assert!(
+        sum.abs_diff(groups) <= 2,
+        "{sum} reasons vs {groups} groups: {both}"
+    );
     // No count: every group waits the delay out.
     let r = reasons(cell(3000, 0));
     assert!(r.len() == 1 && r[0].0 == "timeout" && r[0].1 > 0, "{r:?}");

@@ -48,10 +48,19 @@ struct WorkDir {
     keep: bool,
 }
 
+/// A line on stderr from a teardown path, never a panic: `eprintln!`
+/// panics when stderr is gone (a closed pipe), and a panic while
+/// unwinding aborts, leaving the servers not yet stopped running (a
+/// group member kept running for an hour once, its parent gone).
+fn say(line: std::fmt::Arguments) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 impl Drop for WorkDir {
     fn drop(&mut self) {
         if self.keep {
-            eprintln!("commitscope: kept {}", self.path.display());
+            say(format_args!("commitscope: kept {}", self.path.display()));
         } else {
             let _ = fs::remove_dir_all(&self.path);
         }
@@ -78,10 +87,10 @@ impl Drop for Group {
 fn reap_group(pgid: u32) {
     let left = super::process::wait_group_gone(pgid, REAP_LIMIT);
     if !left.is_empty() {
-        eprintln!(
+        say(format_args!(
             "commitscope: warning: processes {left:?} of the server's group were still exiting after {} s",
             REAP_LIMIT.as_secs()
-        );
+        ));
     }
 }
 
@@ -703,10 +712,10 @@ impl Managed {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        eprintln!(
+        say(format_args!(
             "commitscope: the server did not shut down in {} s: killed",
             self.shutdown_limit.as_secs()
-        );
+        ));
         // SAFETY: signalling the process group we created.
         unsafe { libc::killpg(pgid as i32, libc::SIGKILL) };
         let _ = c.wait();
