@@ -432,24 +432,8 @@ pub struct GroupEnd {
 /// The member's account for recovery (not binlogged: each member has its
 /// own), and its grant.
 async fn setup_member(c: &mut mysql_async::Conn, password: &str, name: &str) -> Result<()> {
-    for sql in [
-        "SET SESSION sql_log_bin = 0".to_string(),
-        format!(
-            "CREATE USER IF NOT EXISTS {}@'127.0.0.1' IDENTIFIED BY {}",
-            quote(RECOVERY_USER),
-            quote(password)
-        ),
-        format!(
-            "GRANT REPLICATION SLAVE ON *.* TO {}@'127.0.0.1'",
-            quote(RECOVERY_USER)
-        ),
-        "SET SESSION sql_log_bin = 1".to_string(),
-    ] {
-        c.query_drop(sql)
-            .await
-            .map_err(sql_err(format!("setting up {name}")))?;
-    }
-    Ok(())
+    let err = sql_err(format!("setting up {name}"));
+    super::replica::replication_account(c, RECOVERY_USER, password, |_, e| err(e)).await
 }
 
 impl Drop for Group {

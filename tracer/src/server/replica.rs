@@ -266,33 +266,17 @@ impl Replica {
         // Not binlogged: a semi-sync source would wait out its timeout
         // for a replica that is not there yet, and the replica needs no
         // copy of the user.
-        for (sql, what) in [
-            (
-                "SET SESSION sql_log_bin = 0".to_string(),
-                "setting up the source",
-            ),
-            (
-                format!(
-                    "CREATE USER IF NOT EXISTS {}@'127.0.0.1' IDENTIFIED BY {}",
-                    quote(wire.user),
-                    quote(&wire.password)
-                ),
-                "creating the replication user on the source",
-            ),
-            (
-                format!(
-                    "GRANT REPLICATION SLAVE ON *.* TO {}@'127.0.0.1'",
-                    quote(wire.user)
-                ),
-                "granting replication to its user on the source",
-            ),
-            (
-                "SET SESSION sql_log_bin = 1".to_string(),
-                "setting up the source",
-            ),
-        ] {
-            source.query_drop(sql).await.map_err(|e| q(e, what))?;
-        }
+        replication_account(source, wire.user, &wire.password, |step, e| {
+            q(
+                e,
+                match step {
+                    AccountStep::Session => "setting up the source",
+                    AccountStep::Create => "creating the replication user on the source",
+                    AccountStep::Grant => "granting replication to its user on the source",
+                },
+            )
+        })
+        .await?;
         let ep = workload::conn::ConnArgs::resolve(&server.conn_args())?;
         let mut conn = workload::conn::connect(&ep, None).await?;
         conn.query_drop((dialect.change_source)(&wire))
@@ -465,6 +449,55 @@ impl Replica {
             let _ = c.disconnect().await;
         }
     }
+}
+
+/// Which statement of [`replication_account`] failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum AccountStep {
+    /// Turning the session's binlog off or on again.
+    Session,
+    Create,
+    Grant,
+}
+
+/// A throwaway replication account on loopback (`REPLICATION SLAVE`),
+/// made with the session's binlog off: a replica's source and every
+/// group member make their own, never replicated. `err` says which
+/// statement failed, as its caller names it.
+pub(super) async fn replication_account(
+    c: &mut mysql_async::Conn,
+    user: &str,
+    password: &str,
+    err: impl Fn(AccountStep, mysql_async::Error) -> Error,
+) -> Result<()> {
+    for (sql, step) in [
+        (
+            "SET SESSION sql_log_bin = 0".to_string(),
+            AccountStep::Session,
+        ),
+        (
+            format!(
+                "CREATE USER IF NOT EXISTS {}@'127.0.0.1' IDENTIFIED BY {}",
+                quote(user),
+                quote(password)
+            ),
+            AccountStep::Create,
+        ),
+        (
+            format!(
+                "GRANT REPLICATION SLAVE ON *.* TO {}@'127.0.0.1'",
+                quote(user)
+            ),
+            AccountStep::Grant,
+        ),
+        (
+            "SET SESSION sql_log_bin = 1".to_string(),
+            AccountStep::Session,
+        ),
+    ] {
+        c.query_drop(sql).await.map_err(|e| err(step, e))?;
+    }
+    Ok(())
 }
 
 /// A password for a throwaway replication account (loopback only, gone
