@@ -8,10 +8,8 @@ mod common;
 mod exporter_kit;
 
 use std::{
-    io::{BufRead, BufReader},
     path::Path,
     process::Stdio,
-    sync::mpsc,
     time::{Duration, Instant},
 };
 
@@ -145,20 +143,8 @@ fn a_group_goes_on_without_one_secondary_and_stops_without_its_majority() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (etx, erx) = mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = etx.send(l);
-        }
-    });
-    let (otx, orx) = mpsc::channel();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = otx.send(l);
-        }
-    });
+    let erx = lines_of(child.stderr.take().unwrap());
+    let orx = lines_of(child.stdout.take().unwrap());
     let mut run = Running(child);
     let mut err = wait_for(&erx, "3 members ONLINE");
     // Ticks first: the run is measuring.
