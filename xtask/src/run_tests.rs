@@ -195,6 +195,27 @@ impl Timings {
         }
         o.push_str(&format!("  {:<48} {total:>8.1}\n", "whole run"));
         print!("{o}");
+        self.write_lanes();
+    }
+
+    /// Every test's lane, longest first, tab-separated in
+    /// `target/test-lanes.tsv`: the table shows twelve per lane, and
+    /// cutting the suite's time needs them all.
+    fn write_lanes(&self) {
+        let mut lanes = self.lanes.clone();
+        lanes.sort_by(|a, b| b.held_s.total_cmp(&a.held_s));
+        let mut t = String::from("kind\theld_s\twaited_s\ttest\n");
+        for l in &lanes {
+            t.push_str(&format!(
+                "{}\t{:.1}\t{:.1}\t{}::{}\n",
+                l.kind, l.held_s, l.waited_s, l.binary, l.test
+            ));
+        }
+        let path = crate::util::root().join("target/test-lanes.tsv");
+        match std::fs::write(&path, t) {
+            Ok(()) => println!("  every test's lane: {}", path.display()),
+            Err(e) => eprintln!("xtask: cannot write {}: {e}", path.display()),
+        }
     }
 }
 
