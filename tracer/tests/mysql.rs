@@ -162,7 +162,8 @@ fn the_study_on_stock_mysql_takes_its_ratio_from_where_the_group_forms() {
     };
     let wd = workdir();
     let out = commitscope()
-        .args(["study", "--json", "--duration", "3", "--binlog", "both"])
+        .args(["study", "--json", "--duration", "2", "--warmup", "1"])
+        .args(["--binlog", "both"])
         .arg("--mysqld")
         .arg(stock_mysqld())
         .args(["--workdir", wd.path().to_str().unwrap()])

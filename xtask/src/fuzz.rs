@@ -35,8 +35,46 @@ struct Outcome {
 
 pub fn run(seconds: u64, only: &[String]) -> anyhow::Result<()> {
     let targets = pick(only)?;
-    util::status(&mut build_cmd(None))?;
-    run_built(seconds, &targets, None, 1)
+    let build = Build::alone();
+    util::status(&mut build_cmd(&build))?;
+    run_built(seconds, &targets, &build, 1)
+}
+
+/// How the targets are built: where, and under which sanitizer.
+pub struct Build<'a> {
+    target_dir: Option<&'a Path>,
+    /// AddressSanitizer (`cargo xtask fuzz`), or none (`cargo xtask
+    /// test`): the readers are safe Rust, where it finds little, and it
+    /// cost the suite's build 77 of its 505 CPU-s (428 without).
+    address_sanitizer: bool,
+}
+
+impl<'a> Build<'a> {
+    /// `cargo xtask fuzz`: the fuzz directory's own target dir, ASan.
+    pub fn alone() -> Build<'static> {
+        Build {
+            target_dir: None,
+            address_sanitizer: true,
+        }
+    }
+
+    /// `cargo xtask test`'s: into `dir`, no sanitizer.
+    pub fn suite(dir: &'a Path) -> Build<'a> {
+        Build {
+            target_dir: Some(dir),
+            address_sanitizer: false,
+        }
+    }
+
+    /// cargo-fuzz's flags for this build, the same for `build` and `run`
+    /// (or `run` would build again).
+    fn flags(&self) -> Vec<&'static str> {
+        let mut f = vec!["--codegen-units", "16"];
+        if !self.address_sanitizer {
+            f.extend(["--sanitizer", "none"]);
+        }
+        f
+    }
 }
 
 /// The targets named (all when none is), checked against [`TARGETS`].
@@ -65,20 +103,21 @@ pub fn pick(only: &[String]) -> anyhow::Result<Vec<&'static str>> {
 /// then run 40 to 90 % as many inputs in the same seconds and reach more
 /// edges (less inlined), measured on elf, dwarf and sweep_results. `run`
 /// takes the same flag, or it would rebuild everything with one unit.
-fn fuzz_cmd(sub: &str, target_dir: Option<&Path>) -> Command {
+fn fuzz_cmd(sub: &str, build: &Build) -> Command {
     let mut c = Command::new("cargo");
-    c.args(["+nightly", "fuzz", sub, "--codegen-units", "16"])
+    c.args(["+nightly", "fuzz", sub])
+        .args(build.flags())
         .env("AYA_BUILD_SKIP", "1")
         .current_dir(util::root().join("fuzz"));
-    if let Some(d) = target_dir {
+    if let Some(d) = build.target_dir {
         c.arg("--target-dir").arg(d);
     }
     c
 }
 
 /// Builds every target (`cargo fuzz build`).
-pub fn build_cmd(target_dir: Option<&Path>) -> Command {
-    fuzz_cmd("build", target_dir)
+pub fn build_cmd(build: &Build) -> Command {
+    fuzz_cmd("build", build)
 }
 
 /// Runs each of `targets`, built by [`build_cmd`] into `target_dir`, for
@@ -87,7 +126,7 @@ pub fn build_cmd(target_dir: Option<&Path>) -> Command {
 pub fn run_built(
     seconds: u64,
     targets: &[&'static str],
-    target_dir: Option<&Path>,
+    build: &Build,
     parallel: usize,
 ) -> anyhow::Result<()> {
     let dir = util::root().join("fuzz");
@@ -101,7 +140,7 @@ pub fn run_built(
                     .with_context(|| format!("{}", corpus.display()))?;
                 let seeds = dir.join("seeds").join(t);
                 eprintln!("xtask: fuzzing {t} for {seconds} s");
-                let child = fuzz_cmd("run", target_dir)
+                let child = fuzz_cmd("run", build)
                     .arg(t)
                     .arg(&corpus)
                     .arg(&seeds)
@@ -123,7 +162,8 @@ pub fn run_built(
                 eprintln!("{}", tail.join("\n"));
                 let artifact = artifact_of(&log).unwrap_or_else(|| "(see the log above)".into());
                 bail!(
-                    "fuzz target {t} found a failing input: {artifact}; replay it with `cd fuzz && AYA_BUILD_SKIP=1 cargo +nightly fuzz run --codegen-units 16 {t} {artifact}`, fix it, add a regression test, and copy the input into fuzz/seeds/{t}/"
+                    "fuzz target {t} found a failing input: {artifact}; replay it with `cd fuzz && AYA_BUILD_SKIP=1 cargo +nightly fuzz run {} {t} {artifact}`, fix it, add a regression test, and copy the input into fuzz/seeds/{t}/",
+                    build.flags().join(" ")
                 );
             }
             outcomes.push(Outcome {

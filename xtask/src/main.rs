@@ -87,6 +87,10 @@ enum Cmd {
         /// Seconds one guest may take to boot and run every scenario.
         #[arg(long, default_value_t = vm::VM_LIMIT_S)]
         limit_s: u64,
+        /// Rounds of the sync-cost scenario (each probe kind's cost is
+        /// the median over them).
+        #[arg(long, default_value_t = vm::COST_ROUNDS, value_parser = clap::value_parser!(u32).range(1..))]
+        cost_rounds: u32,
     },
     /// The static musl binary, the .deb (lintian-checked) and SHA256SUMS,
     /// into target/dist.
@@ -121,7 +125,9 @@ fn main() {
             kernels,
             binary,
             limit_s,
-        } => setup::run().and_then(|_| vm::run(&kernels, binary, Duration::from_secs(limit_s))),
+            cost_rounds,
+        } => setup::run()
+            .and_then(|_| vm::run(&kernels, binary, Duration::from_secs(limit_s), cost_rounds)),
         Cmd::Dist => setup::run().and_then(|_| dist::build().map(|_| ())),
         Cmd::DistTest => setup::run().and_then(|_| dist::test()),
         Cmd::Bench { which } => setup::run().and_then(|_| bench::run(which)),
@@ -233,7 +239,8 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         }
         c
     });
-    let fuzz_job = background::Job::spawn("fuzz targets build", fuzz::build_cmd(Some(&fuzz_dir)));
+    let fuzz_build = fuzz::Build::suite(&fuzz_dir);
+    let fuzz_job = background::Job::spawn("fuzz targets build", fuzz::build_cmd(&fuzz_build));
     let fuzz_promoter = fuzz_job.as_ref().ok().map(background::Job::promoter);
     let fuzz_then_vm = background::after(fuzz_job, move || {
         if debug_bin.exists() {
@@ -281,7 +288,7 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         let (fuzz_job, vm) = fuzz_then_vm.join();
         vm_job = vm;
         fuzz_job?.wait()?;
-        fuzz::run_built(FUZZ_SECONDS, fuzz::TARGETS, Some(&fuzz_dir), 2)
+        fuzz::run_built(FUZZ_SECONDS, fuzz::TARGETS, &fuzz_build, 2)
     });
     failed.stage("fuzz", fuzz);
     let vm = clock.stage("vm-test (the rest of the kernel matrix)", || vm_job?.wait());
@@ -293,7 +300,9 @@ fn test(args: &[String]) -> anyhow::Result<()> {
 
 /// `cargo xtask vm-test` on `bin`, each guest allowed as long as the
 /// whole suite's budget: at idle priority beside the tests, a guest gets
-/// only the CPU they leave.
+/// only the CPU they leave. One round of the sync-cost scenario: its
+/// exact counts are the check, and two more rounds were 40 s of each of
+/// the three guests.
 fn vm_cmd(bin: &std::path::Path) -> std::process::Command {
     let mut c = std::process::Command::new(
         std::env::current_exe().unwrap_or_else(|_| "cargo-xtask".into()),
@@ -301,7 +310,7 @@ fn vm_cmd(bin: &std::path::Path) -> std::process::Command {
     c.arg("vm-test")
         .arg("--binary")
         .arg(bin)
-        .args(["--limit-s", "1800"])
+        .args(["--limit-s", "1800", "--cost-rounds", "1"])
         .current_dir(util::root());
     c
 }
@@ -311,8 +320,10 @@ fn vm_cmd(bin: &std::path::Path) -> std::process::Command {
 /// the lanes, not the harness, decide what runs beside what.
 const TEST_THREADS: usize = 32;
 
-/// Seconds per fuzz target in the suite.
-const FUZZ_SECONDS: u64 = 30;
+/// Seconds per fuzz target in the suite: the seeds, every earlier crash
+/// among them, and a short search; longer searches are
+/// `cargo xtask fuzz --seconds N`'s (30 s each cost the suite a minute).
+const FUZZ_SECONDS: u64 = 10;
 
 /// A test binary's output as cargo prints it: its `Running` line, then
 /// everything it wrote.

@@ -19,6 +19,7 @@ use anyhow::{bail, Context};
 use serde_json::Value;
 
 use crate::util::{cargo, fixture_mismatches, output, root, status};
+use Kernels::{Every, First};
 
 /// Debian 11's 5.10 (its own suite, through a private apt state), Debian
 /// 12's default cloud kernel (6.1) and its 6.12 backport line. The oldest
@@ -30,15 +31,45 @@ pub const DEFAULT_KERNELS: &[&str] = &[
     "linux-image-6.12-cloud-amd64",
 ];
 
-/// The scenarios: name, `commitscope trace` flags, fixture binary.
-const SCENARIOS: &[(&str, &str, &str)] = &[
-    ("auto", "--fsync-probe auto", "/fx/mariadb"),
-    ("fentry", "--fsync-probe fentry", "/fx/mariadb"),
-    ("kprobe", "--fsync-probe kprobe", "/fx/mariadb"),
-    ("tracepoint", "--fsync-probe tracepoint", "/fx/mariadb"),
-    ("untimed", "--no-write-timing", "/fx/mariadb"),
-    ("build-id", "--debug-dir /fx/dbg", "/fx/stripped"),
+/// The scenarios: name, `commitscope trace` flags, fixture binary, and
+/// whether every kernel runs it. What the kernel cannot change (a debug
+/// file found by build-id, the fd map's overflow) runs on the first
+/// kernel only, the oldest: each was 9 and 16 s of every guest.
+const SCENARIOS: &[(&str, &str, &str, Kernels)] = &[
+    ("auto", "--fsync-probe auto", FX, Every),
+    ("fentry", "--fsync-probe fentry", FX, Every),
+    ("kprobe", "--fsync-probe kprobe", FX, Every),
+    ("tracepoint", "--fsync-probe tracepoint", FX, Every),
+    ("untimed", "--no-write-timing", FX, Every),
+    ("build-id", "--debug-dir /fx/dbg", "/fx/stripped", First),
 ];
+
+/// The fixture, in the guest.
+const FX: &str = "/fx/mariadb";
+
+/// Which guests run a scenario.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kernels {
+    Every,
+    /// The first kernel's guest, booted with [`FIRST`] on its command line.
+    First,
+}
+
+/// The first guest's kernel command-line word: it runs the scenarios of
+/// [`Kernels::First`] and Debian's mariadbd.
+const FIRST: &str = "commitscope.first";
+
+/// The scenario names a guest reports, in order.
+fn scenario_names(first: bool) -> Vec<&'static str> {
+    SCENARIOS
+        .iter()
+        .filter(|s| first || s.3 == Every)
+        .map(|s| s.0)
+        .chain(first.then_some("fd-overflow"))
+        .chain(["sync-cost"])
+        .chain(first.then_some("mariadb"))
+        .collect()
+}
 
 /// Files the fd-overflow scenario syncs: past the kernel's fd map.
 const OVERFLOW_FILES: u32 = tracer_ebpf_max_fds() + 300;
@@ -198,6 +229,7 @@ fn libraries(bin: &Path) -> anyhow::Result<BTreeSet<PathBuf>> {
 /// `none`, releases the fixture, and prints the VMTEST lines.
 const SCENARIO_FN: &str = r#"scenario() {
   name=$1; flags=$2; shift 2
+  t0=$(cut -d' ' -f1 /proc/uptime)
   d=/tmp/$name; mkdir -p $d; mkfifo $d/go
   "$@" < $d/go > $d/truth &
   FX=$!
@@ -215,16 +247,19 @@ const SCENARIO_FN: &str = r#"scenario() {
   echo "VMTEST $name truth $(cat $d/truth)"
   [ "$flags" != none ] && echo "VMTEST $name summary $(tail -n 1 $d/out)"
   grep -E 'fsync|error' $d/err 2>/dev/null | sed "s/^/VMTEST $name stderr /"
+  echo "VMTEST $name span $t0 $(cut -d' ' -f1 /proc/uptime)"
 }
 "#;
 
-/// The sync-cost runs: fixture fdatasyncs per run, rounds, and the probe
-/// kinds compared (`none` = untraced).
+/// The sync-cost runs: fixture fdatasyncs per run, rounds by default (a
+/// median of three; `cargo xtask test` runs one: the exact counts are its
+/// check, the costs are printed, and each round is 20 s of a guest), and
+/// the probe kinds compared (`none` = untraced).
 const COST_SYNCS: u32 = 100_000;
-const COST_ROUNDS: u32 = 3;
+pub const COST_ROUNDS: u32 = 3;
 const COST_PROBES: &[&str] = &["none", "tracepoint", "kprobe", "fentry"];
 
-fn init_script() -> String {
+fn init_script(cost_rounds: u32) -> String {
     let mut s = String::from(
         "#!/bin/busybox sh\n/bin/busybox --install -s /bin\nexport PATH=/bin\n\
          mount -t proc proc /proc\nmount -t sysfs sys /sys\nmount -t tmpfs tmp /tmp\n\
@@ -233,19 +268,25 @@ fn init_script() -> String {
          echo \"VMTEST kernel $(uname -r)\"\n",
     );
     s.push_str(SCENARIO_FN);
-    for (name, flags, fx) in SCENARIOS {
+    let first_only = format!("grep -q {FIRST} /proc/cmdline && ");
+    for (name, flags, fx, kernels) in SCENARIOS {
+        let only = if *kernels == First {
+            first_only.as_str()
+        } else {
+            ""
+        };
         s.push_str(&format!(
-            "scenario {name} '{flags}' {fx} {CALLS} /tmp/{name}\n"
+            "{only}scenario {name} '{flags}' {fx} {CALLS} /tmp/{name}\n"
         ));
     }
     // More fds synced than the kernel's fd map holds: each sync is either
     // attributed or counted lost, never silently dropped.
     let n = OVERFLOW_FILES;
     s.push_str(&format!(
-        "(ulimit -n {limit}; scenario fd-overflow '' /fx/mariadb {n} /tmp/fd-overflow manyfds)\n",
+        "{first_only}(ulimit -n {limit}; scenario fd-overflow '' /fx/mariadb {n} /tmp/fd-overflow manyfds)\n",
         limit = n + 64
     ));
-    for round in 1..=COST_ROUNDS {
+    for round in 1..=cost_rounds {
         for probe in COST_PROBES {
             let flags = match *probe {
                 "none" => "none".to_string(),
@@ -262,12 +303,13 @@ fn init_script() -> String {
 }
 
 /// Debian's own (stripped) mariadbd, on the kernel booted with
-/// `commitscope.mariadb`: started on the datadir prepared on the host,
+/// [`FIRST`]: started on the datadir prepared on the host,
 /// driven by the main command (`update`, 8 clients) with the commit path
 /// (its spans read the task's scheduler fields at offsets from the
 /// guest's BTF), whose summary holds the status-counter cross-check. tmpfs has no O_DIRECT, hence
 /// `--innodb-flush-method=fsync`.
-const MARIADB_SCENARIO: &str = r#"if grep -q commitscope.mariadb /proc/cmdline; then
+const MARIADB_SCENARIO: &str = r#"if grep -q commitscope.first /proc/cmdline; then
+  t0=$(cut -d' ' -f1 /proc/uptime)
   mkdir -p /run/m
   /usr/sbin/mariadbd --no-defaults --datadir=/var/lib/mdb --socket=/run/m/sock --pid-file=/run/m/pid \
     --log-error=/run/m/err.log --tmpdir=/tmp --skip-networking --user=root --innodb-buffer-pool-size=64M \
@@ -281,6 +323,7 @@ const MARIADB_SCENARIO: &str = r#"if grep -q commitscope.mariadb /proc/cmdline; 
   grep -E 'fsync|error|found' /tmp/mdb.err | sed 's/^/VMTEST mariadb stderr /'
   tail -n 3 /run/m/err.log | sed 's/^/VMTEST mariadb log /'
   kill $MD; wait $MD
+  echo "VMTEST mariadb span $t0 $(cut -d' ' -f1 /proc/uptime)"
 fi
 "#;
 
@@ -329,7 +372,7 @@ fn add_mariadb(root_dir: &Path) -> anyhow::Result<()> {
 }
 
 /// Builds the initramfs (once per run: the binary may have changed).
-fn initramfs(cs: &Path) -> anyhow::Result<PathBuf> {
+fn initramfs(cs: &Path, cost_rounds: u32) -> anyhow::Result<PathBuf> {
     let dir = vm_dir();
     let root_dir = dir.join("root");
     let _ = std::fs::remove_dir_all(&root_dir);
@@ -382,7 +425,7 @@ fn initramfs(cs: &Path) -> anyhow::Result<PathBuf> {
     )?;
     add_mariadb(&root_dir)?;
     let init = root_dir.join("init");
-    std::fs::write(&init, init_script())?;
+    std::fs::write(&init, init_script(cost_rounds))?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&init, std::fs::Permissions::from_mode(0o755))?;
     let cpio = dir.join("initramfs.cpio");
@@ -567,15 +610,50 @@ fn check_overflow(lines: &[String]) -> Result<String, String> {
     }
 }
 
+/// Where a guest's time went, from the uptime each scenario printed at
+/// its start and end: `boot 31 s, auto 6 s, ...` (kin scenarios, the
+/// cost rounds, summed under one name), so the matrix's time can be cut
+/// where it goes.
+fn spans(lines: &[String]) -> String {
+    let mut out: Vec<(String, f64)> = Vec::new();
+    let mut first = None;
+    for l in lines {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let [name, "span", t0, t1] = w[..] else {
+            continue;
+        };
+        let (Ok(t0), Ok(t1)) = (t0.parse::<f64>(), t1.parse::<f64>()) else {
+            continue;
+        };
+        first.get_or_insert(t0);
+        let kin = if name.starts_with("cost-") {
+            "sync-cost"
+        } else {
+            name
+        };
+        match out.iter_mut().find(|(n, _)| n == kin) {
+            Some((_, s)) => *s += t1 - t0,
+            None => out.push((kin.to_string(), t1 - t0)),
+        }
+    }
+    first
+        .map(|b| ("boot".to_string(), b))
+        .into_iter()
+        .chain(out)
+        .map(|(n, s)| format!("{n} {s:.0} s"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The sync-cost runs: every traced run counted each fdatasync (exact),
 /// and the median extra ns per sync of each probe kind over untraced.
-fn check_cost(lines: &[String]) -> Result<String, String> {
+fn check_cost(lines: &[String], rounds: u32) -> Result<String, String> {
     let get = |name: &str, what: &str| field(lines, name, what);
     let mut bad = Vec::new();
     let mut median = std::collections::BTreeMap::new();
     for probe in COST_PROBES {
         let mut ns = Vec::new();
-        for round in 1..=COST_ROUNDS {
+        for round in 1..=rounds {
             let name = format!("cost-{probe}-{round}");
             let truth: Value = serde_json::from_str(get(&name, "truth")).unwrap_or(Value::Null);
             match truth["ns_per_sync"].as_f64() {
@@ -611,7 +689,7 @@ fn check_cost(lines: &[String]) -> Result<String, String> {
             )
         })
         .chain([format!(
-            "untraced {base:.0} ns/sync, median of {COST_ROUNDS} x {COST_SYNCS}"
+            "untraced {base:.0} ns/sync, median of {rounds} x {COST_SYNCS}"
         )])
         .collect::<Vec<_>>()
         .join(", "))
@@ -691,7 +769,12 @@ fn check_mariadb(lines: &[String]) -> Result<String, String> {
     }
 }
 
-pub fn run(kernels: &[String], bin: Option<PathBuf>, limit: Duration) -> anyhow::Result<()> {
+pub fn run(
+    kernels: &[String],
+    bin: Option<PathBuf>,
+    limit: Duration,
+    cost_rounds: u32,
+) -> anyhow::Result<()> {
     let cs = match bin {
         Some(b) => b,
         None => {
@@ -699,7 +782,7 @@ pub fn run(kernels: &[String], bin: Option<PathBuf>, limit: Duration) -> anyhow:
             root().join("target/release/commitscope")
         }
     };
-    let initrd = initramfs(&cs)?;
+    let initrd = initramfs(&cs, cost_rounds)?;
     let (mut passed, mut failed) = (0, 0);
     let mut table = vec![
         "| kernel | scenario | result |".to_string(),
@@ -722,9 +805,10 @@ pub fn run(kernels: &[String], bin: Option<PathBuf>, limit: Duration) -> anyhow:
                 let initrd = &initrd;
                 s.spawn(move || {
                     let t0 = Instant::now();
-                    // The real server runs on the first kernel only: under
-                    // TCG it is the slowest scenario.
-                    let append = if k == 0 { "commitscope.mariadb" } else { "" };
+                    // The real server, and what no kernel changes, run on
+                    // the first kernel only: under TCG the server is the
+                    // slowest scenario.
+                    let append = if k == 0 { FIRST } else { "" };
                     boot(vmlinuz, initrd, append, limit).map(|lines| (lines, t0.elapsed()))
                 })
             })
@@ -738,25 +822,20 @@ pub fn run(kernels: &[String], bin: Option<PathBuf>, limit: Duration) -> anyhow:
     });
     for (k, ((versioned, _), run)) in fetched.iter().zip(booted).enumerate() {
         let (lines, took) = run?;
-        let with_mariadb = k == 0;
         let release = lines
             .iter()
             .find_map(|l| l.strip_prefix("kernel "))
             .unwrap_or(versioned)
             .to_string();
         eprintln!(
-            "vm-test: {release} booted and ran in {:.0} s",
-            took.as_secs_f64()
+            "vm-test: {release} booted and ran in {:.0} s ({})",
+            took.as_secs_f64(),
+            spans(&lines)
         );
-        let names = SCENARIOS
-            .iter()
-            .map(|(n, ..)| *n)
-            .chain(["fd-overflow", "sync-cost"])
-            .chain(with_mariadb.then_some("mariadb"));
-        for name in names {
+        for name in scenario_names(k == 0) {
             let verdict = match name {
                 "fd-overflow" => check_overflow(&lines),
-                "sync-cost" => check_cost(&lines),
+                "sync-cost" => check_cost(&lines, cost_rounds),
                 "mariadb" => check_mariadb(&lines),
                 _ => check(name, &lines),
             };
@@ -784,4 +863,52 @@ pub fn run(kernels: &[String], bin: Option<PathBuf>, limit: Duration) -> anyhow:
         bail!("{failed} scenario(s) failed");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_guest_runs_what_no_kernel_changes() {
+        let first = scenario_names(true);
+        let other = scenario_names(false);
+        for only in ["build-id", "fd-overflow", "mariadb"] {
+            assert!(first.contains(&only) && !other.contains(&only), "{only}");
+        }
+        for every in [
+            "auto",
+            "fentry",
+            "kprobe",
+            "tracepoint",
+            "untimed",
+            "sync-cost",
+        ] {
+            assert!(first.contains(&every) && other.contains(&every), "{every}");
+        }
+        let script = init_script(1);
+        assert!(script.contains(&format!(
+            "grep -q {FIRST} /proc/cmdline && scenario build-id"
+        )));
+        assert!(script.contains(&format!("grep -q {FIRST} /proc/cmdline; then")));
+    }
+
+    #[test]
+    fn spans_sum_the_cost_rounds_and_start_at_the_boot() {
+        let lines: Vec<String> = [
+            "kernel 6.1.0",
+            "auto span 30.4 36.2",
+            "auto rc=0",
+            "cost-none-1 span 40.0 42.0",
+            "cost-fentry-1 span 42.0 45.4",
+            "mariadb span 50 80",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            spans(&lines),
+            "boot 30 s, auto 6 s, sync-cost 5 s, mariadb 30 s"
+        );
+    }
 }
