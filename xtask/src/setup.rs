@@ -113,11 +113,23 @@ fn cargo_fuzz() -> anyhow::Result<()> {
     ]))
 }
 
+/// Whether `pkg` is installed: `installed`, or installed with triggers
+/// still to run (`triggers-pending`/`-awaited`: while another dpkg, such
+/// as the suite's own package test, installs something that triggers it;
+/// a suite run once took man-db for missing then and failed on dpkg's
+/// lock).
 fn installed(pkg: &str) -> bool {
     Command::new("dpkg-query")
         .args(["-W", "-f=${Status}", pkg])
         .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+        .is_ok_and(|o| is_installed_status(&String::from_utf8_lossy(&o.stdout)))
+}
+
+fn is_installed_status(status: &str) -> bool {
+    matches!(
+        status.trim(),
+        "install ok installed" | "install ok triggers-pending" | "install ok triggers-awaited"
+    )
 }
 
 fn is_root() -> bool {
@@ -262,4 +274,19 @@ fn tracefs() -> anyhow::Result<()> {
         return Ok(());
     }
     status(Command::new("mount").args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_package_with_triggers_to_run_is_installed() {
+        assert!(is_installed_status("install ok installed"));
+        assert!(is_installed_status("install ok triggers-pending"));
+        assert!(is_installed_status("install ok triggers-awaited\n"));
+        assert!(!is_installed_status("deinstall ok config-files"));
+        assert!(!is_installed_status("install ok half-configured"));
+        assert!(!is_installed_status(""));
+    }
 }

@@ -105,19 +105,25 @@ impl Stage {
                         true => commits::read_on(self.control()?).await.ok(),
                         false => None,
                     };
+                    // The window's start is read three ways while commits
+                    // go on: the workload's count and the probes' at once
+                    // (in this process, microseconds apart), then the
+                    // server's counters (one SQL round trip later). Any
+                    // other step between them lets tens of commits in
+                    // under load: the tick's output before the status read
+                    // put 58 of 3,207 outside the server's window once,
+                    // the status read before the probes' 63 of 2,885
+                    // outside theirs. The run's end has no such edge: the
+                    // clients have stopped when it is read.
                     let w = engine.sample()?;
-                    // The server's counters at the window's start are read
-                    // at once, right after the workload's own edge: the
-                    // probes' read and the tick's output between the two
-                    // let tens of commits in under load (58 of 3,207 once).
-                    let marking = !base_marked && w.elapsed_s + 0.001 >= warmup;
-                    if marking {
-                        before = status::read(self.control()?).await?;
-                    }
                     let mut t = match (&mut sampler, &self.probes) {
                         (Some(s), Some(p)) => Some(s.tick_with(p, n)?),
                         _ => None,
                     };
+                    let marking = !base_marked && w.elapsed_s + 0.001 >= warmup;
+                    if marking {
+                        before = status::read(self.control()?).await?;
+                    }
                     let own_now = own();
                     let own_tick = own_now.since(&own_prev);
                     if let Some(t) = t.as_mut() {
