@@ -48,6 +48,15 @@ impl Driver {
         }
     }
 
+    /// Whether a sample taken now ends the warmup: the caller reads what
+    /// it sets beside the window's start first.
+    pub fn warmup_over_now(&self) -> bool {
+        match self {
+            Driver::Simple(e) => e.warmup_over_now(),
+            Driver::Tpcc(d) => d.warmup_over_now(),
+        }
+    }
+
     pub fn finished(&self) -> bool {
         match self {
             Driver::Simple(e) => e.finished(),

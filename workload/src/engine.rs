@@ -564,6 +564,11 @@ impl Engine {
         })
     }
 
+    /// Whether a sample taken now ends the warmup ([`Clock::warmup_over_now`]).
+    pub fn warmup_over_now(&self) -> bool {
+        self.clock.warmup_over_now()
+    }
+
     /// Drains every worker's counters into one sample for the interval
     /// since the previous call.
     pub fn sample(&mut self) -> Result<IntervalSample> {

@@ -145,6 +145,13 @@ impl Clock {
         }
     }
 
+    /// Whether an interval ended now would end the warmup: the measured
+    /// window would start here ([`Tick::warmup_over`]), asked before the
+    /// sample that ends it, so a caller can read other counters first.
+    pub fn warmup_over_now(&self) -> bool {
+        self.start.elapsed() + std::time::Duration::from_millis(1) >= self.warmup
+    }
+
     /// Ends the current interval now.
     pub fn end_interval(&mut self) -> Tick {
         let now = std::time::Instant::now();

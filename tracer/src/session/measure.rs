@@ -106,23 +106,29 @@ impl Stage {
                         false => None,
                     };
                     // The window's start is read three ways while commits
-                    // go on: the workload's count and the probes' at once
-                    // (in this process, microseconds apart), then the
-                    // server's counters (one SQL round trip later). Any
-                    // other step between them lets tens of commits in
-                    // under load: the tick's output before the status read
-                    // put 58 of 3,207 outside the server's window once,
-                    // the status read before the probes' 63 of 2,885
-                    // outside theirs. The run's end has no such edge: the
-                    // clients have stopped when it is read.
+                    // go on: the workload's count and the probes' at one
+                    // instant (in this process, microseconds apart), and
+                    // the server's counters at that instant, from a read
+                    // just before and one just after (`Status::at`): a
+                    // SQL round trip on one side only put 2-6 % of a 2 s
+                    // window outside the server's (58 of 3,207 once), and
+                    // a status read between the first two 63 of 2,885
+                    // outside the probes'. The run's end has no such edge:
+                    // the clients have stopped when it is read.
+                    let marking = !base_marked && engine.warmup_over_now();
+                    let pre = match marking {
+                        true => Some(status::read_timed(self.control()?).await?),
+                        false => None,
+                    };
+                    let edge = std::time::Instant::now();
                     let w = engine.sample()?;
                     let mut t = match (&mut sampler, &self.probes) {
                         (Some(s), Some(p)) => Some(s.tick_with(p, n)?),
                         _ => None,
                     };
-                    let marking = !base_marked && w.elapsed_s + 0.001 >= warmup;
-                    if marking {
-                        before = status::read(self.control()?).await?;
+                    if let Some(pre) = pre {
+                        let post = status::read_timed(self.control()?).await?;
+                        before = status::Status::at(&pre, &post, edge);
                     }
                     let own_now = own();
                     let own_tick = own_now.since(&own_prev);
