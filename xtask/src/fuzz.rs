@@ -120,7 +120,7 @@ pub fn build_cmd(build: &Build) -> Command {
     fuzz_cmd("build", build)
 }
 
-/// Runs each of `targets`, built by [`build_cmd`] into `target_dir`, for
+/// Runs each of `targets`, built by [`build_cmd`] with `build`, for
 /// `seconds`, `parallel` at a time (libFuzzer runs on one core), and
 /// prints the closing table; the first failing input fails the task.
 pub fn run_built(
