@@ -130,8 +130,16 @@ impl Tick {
     /// True once the warmup is over at the end of this interval: the
     /// measured window starts here.
     pub fn warmup_over(&self, warmup: std::time::Duration) -> bool {
-        self.elapsed + std::time::Duration::from_millis(1) >= warmup
+        past_warmup(self.elapsed, warmup)
     }
+}
+
+/// Whether `elapsed` is past `warmup`, a millisecond early counting: a
+/// tick set to end on the warmup fires a hair either side of it. The one
+/// rule for a tick, the clock asked before a sample, and an interval's
+/// own warmup mark.
+fn past_warmup(elapsed: std::time::Duration, warmup: std::time::Duration) -> bool {
+    elapsed + std::time::Duration::from_millis(1) >= warmup
 }
 
 impl Clock {
@@ -149,7 +157,7 @@ impl Clock {
     /// window would start here ([`Tick::warmup_over`]), asked before the
     /// sample that ends it, so a caller can read other counters first.
     pub fn warmup_over_now(&self) -> bool {
-        self.start.elapsed() + std::time::Duration::from_millis(1) >= self.warmup
+        past_warmup(self.start.elapsed(), self.warmup)
     }
 
     /// Ends the current interval now.
@@ -164,7 +172,7 @@ impl Clock {
             tick: self.tick,
             elapsed,
             interval_s,
-            warmup: began + std::time::Duration::from_millis(1) < self.warmup,
+            warmup: !past_warmup(began, self.warmup),
         }
     }
 }

@@ -183,12 +183,12 @@ impl Driver {
         })
     }
 
-    /// Drains every client's counters into one interval.
     /// Whether a sample taken now ends the warmup.
     pub fn warmup_over_now(&self) -> bool {
         self.clock.warmup_over_now()
     }
 
+    /// Drains every client's counters into one interval.
     pub fn sample(&mut self) -> Result<IntervalSample> {
         let mut counts: [KindTotals; 5] = Default::default();
         let mut hists: [Histogram<u64>; 5] = std::array::from_fn(|_| new_hist());
