@@ -8,7 +8,6 @@ mod common;
 mod exporter_kit;
 
 use std::{
-    io::Read,
     path::Path,
     process::Stdio,
     time::{Duration, Instant},
@@ -176,25 +175,31 @@ fn killed_replica(mysqld: &Path, timeout_var: &str) {
             cmd.arg("--allow-async-fallback");
         }
         let mut child = cmd.spawn().unwrap();
-        let mut stdout = child.stdout.take().unwrap();
-        let out = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = stdout.read_to_string(&mut s);
-            s
-        });
-        let mut stderr = child.stderr.take().unwrap();
-        let err = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = stderr.read_to_string(&mut s);
-            s
-        });
+        let orx = lines_of(child.stdout.take().unwrap());
+        let erx = lines_of(child.stderr.take().unwrap());
         let (_, pid) = both_servers(wd.path());
-        // Into the measured run, then the replica goes.
-        std::thread::sleep(Duration::from_secs(4));
+        // Into the measured run (its first tick: both servers up, the
+        // replica replicating), then the replica goes. A fixed 4 s after
+        // the processes appeared once killed the replica while it was
+        // still starting, beside three other tests.
+        let tick = |l: &str| {
+            l.split_whitespace()
+                .nth(1)
+                .is_some_and(|tps| tps.parse::<f64>().is_ok())
+        };
+        let mut out = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !out.iter().any(|l: &String| tick(l)) {
+            assert!(Instant::now() < deadline, "allow {allow}: no tick: {out:?}");
+            if let Ok(l) = orx.recv_timeout(Duration::from_millis(200)) {
+                out.push(l);
+            }
+        }
         // SAFETY: killing the replica server we found by its command line.
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         let status = child.wait().unwrap();
-        let (out, err) = (out.join().unwrap(), err.join().unwrap());
+        out.extend(rest_of(&orx));
+        let (out, err) = (out.join("\n"), rest_of(&erx).join("\n"));
         let ctx = format!("allow {allow}: {status}\n{out}\n{err}");
         assert!(err.contains("semi-sync fell back to async"), "{ctx}");
         assert!(out.contains("(semi-sync OFF: async)"), "{ctx}");
