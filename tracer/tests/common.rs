@@ -21,9 +21,17 @@ use serde_json::Value;
 pub fn commitscope() -> Command {
     let mut c = testkit::command(env!("CARGO_BIN_EXE_commitscope"));
     c.env("DEBUGINFOD_URLS", "")
-        .env("DEBUGINFOD_CACHE_PATH", NO_DEBUGINFOD_CACHE);
+        .env("DEBUGINFOD_CACHE_PATH", NO_DEBUGINFOD_CACHE)
+        .env(DATADIR_CACHE_VAR, DATADIR_CACHE);
     c
 }
+
+/// Managed servers' datadirs are initialised once per binary and init
+/// options in a checkout, then copied (`server::template`): the suite
+/// ran some 45 stock MySQL initialisations of 3.3 s each. A test of the
+/// init itself (interrupted in it) removes the variable.
+pub const DATADIR_CACHE_VAR: &str = "COMMITSCOPE_DATADIR_CACHE";
+pub const DATADIR_CACHE: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/datadir-templates");
 
 /// See [`commitscope`].
 pub const NO_DEBUGINFOD_CACHE: &str = "/proc/commitscope-tests-have-no-debuginfod-cache";

@@ -126,9 +126,14 @@ impl Schedule {
                     if let Some(every) = self.every.filter(|_| scheduled) {
                         self.next = now + every;
                     }
+                    // The window's length runs from its start (the base
+                    // read before the attach), not from the end of an
+                    // attach that a busy host makes slow: a 3 s window
+                    // reads as 3 s, however long its probes took to go in.
+                    let opening = Instant::now();
                     let opened = fleet.lock().map(|mut f| f.open_windows()).unwrap_or(0);
                     if opened > 0 {
-                        self.closes_at = Some(Instant::now() + self.length);
+                        self.closes_at = Some(opening + self.length);
                         let acks = fleet::read_server_acks(fleet, rt);
                         if let Ok(mut f) = fleet.lock() {
                             f.set_window_acks(&acks);

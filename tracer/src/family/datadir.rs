@@ -13,6 +13,10 @@ pub struct Datadir {
     /// What a throwaway server needs beyond the options every family
     /// gets, each left to the user when `--server-option` sets it.
     pub throwaway: &'static [Throwaway],
+    /// The files of a fresh datadir that make its server one of a kind,
+    /// left out of a kept copy (`server::template`): each copy's server
+    /// makes its own at its first start.
+    pub identity_files: &'static [&'static str],
 }
 
 /// One option a throwaway server of the family gets.
@@ -54,6 +58,8 @@ pub const MYSQL_DATADIR: Datadir = Datadir {
             value: ThrowawayValue::Fixed("ON"),
         },
     ],
+    // The server UUID: replicas and group members must differ in it.
+    identity_files: &["auto.cnf"],
 };
 
 /// MariaDB needs none of MySQL's.
@@ -61,4 +67,5 @@ pub const MARIADB_DATADIR: Datadir = Datadir {
     initializes_itself_from: None,
     install_scripts: &["mariadb-install-db", "mysql_install_db"],
     throwaway: &[],
+    identity_files: &[],
 };

@@ -14,6 +14,7 @@ use super::{
     locate::{InitMethod, ServerBinary},
     options::ServerOption,
     sizing::Sizing,
+    template::{Key, Owner, Templates},
 };
 use crate::{
     error::{Error, Result},
@@ -417,9 +418,81 @@ impl Managed {
         Ok(c)
     }
 
-    /// Initialises the datadir. Cancel-safe: dropping the future kills the
-    /// whole init process group.
+    /// The options the init is given (those that shape the datadir);
+    /// semi-sync's come with its plugin, loaded at start only (MySQL): at
+    /// init they would be unknown, and they shape nothing there.
+    fn init_options(&self) -> impl Iterator<Item = String> + '_ {
+        self.cfg
+            .options
+            .iter()
+            .filter(|o| !o.variable().starts_with("rpl_semi_sync"))
+            .map(ServerOption::arg)
+    }
+
+    /// What makes this init the same as another (`server::template`).
+    fn template_key(&self, method: &InitMethod, sql: Option<&[u8]>) -> Key {
+        let method = format!("{method:?}");
+        let user = self.run_as.user_arg().unwrap_or_default();
+        let options: Vec<String> = self.init_options().collect();
+        let mut parts: Vec<&[u8]> = vec![method.as_bytes(), user.as_bytes()];
+        parts.extend(options.iter().map(|o| o.as_bytes()));
+        parts.extend(sql);
+        Key::of(&self.cfg.binary.path, &parts)
+    }
+
+    /// The account the server's files belong to, when not the caller.
+    fn owner(&self) -> Owner {
+        match &self.run_as {
+            RunAs::System(u) => Some((u.uid, u.gid)),
+            _ => None,
+        }
+    }
+
+    /// Initialises the datadir: a copy of a kept one when the cache holds
+    /// one for this binary and these options (`server::template`), else
+    /// the server's own init (then kept). Cancel-safe: dropping the
+    /// future kills the whole init process group.
     pub async fn init(&mut self) -> Result<()> {
+        let b = &self.cfg.binary;
+        let method = b.init_method()?;
+        let sql = match &method {
+            InitMethod::Bootstrap(sql) => {
+                let mut text = b"CREATE DATABASE IF NOT EXISTS mysql;\nUSE mysql;\n".to_vec();
+                for f in &sql.0 {
+                    let body = fs::read(f).map_err(|source| Error::Read {
+                        path: f.clone(),
+                        source,
+                    })?;
+                    text.extend_from_slice(&body);
+                    text.push(b'\n');
+                }
+                Some(text)
+            }
+            _ => None,
+        };
+        let templates = Templates::from_env();
+        let key = templates
+            .as_ref()
+            .map(|_| self.template_key(&method, sql.as_deref()));
+        if let (Some(t), Some(k)) = (&templates, &key) {
+            if t.restore(k, &self.data, self.owner()) {
+                return Ok(());
+            }
+        }
+        self.init_afresh(method, sql).await?;
+        if let (Some(t), Some(k)) = (&templates, &key) {
+            t.keep(
+                k,
+                &self.data,
+                self.cfg.binary.id.family().datadir.identity_files,
+            );
+        }
+        Ok(())
+    }
+
+    /// The server's own init of the datadir, by `method` (`sql`: what a
+    /// bootstrap reads).
+    async fn init_afresh(&mut self, method: InitMethod, sql: Option<Vec<u8>>) -> Result<()> {
         let b = &self.cfg.binary;
         let init_log = self.dir.path.join("init.log");
         let log_file = fs::File::create(&init_log).map_err(|source| Error::Workdir {
@@ -433,8 +506,8 @@ impl Managed {
                 source,
             })?;
         }
-        let mut bootstrap_sql = None;
-        let mut cmd = match b.init_method()? {
+        let mut bootstrap_sql = sql;
+        let mut cmd = match method {
             InitMethod::InitializeInsecure => {
                 let mut c = Command::new(&b.path);
                 c.args(self.common_args())
@@ -453,43 +526,23 @@ impl Managed {
                 c.args(self.run_as.user_arg());
                 c
             }
-            InitMethod::Bootstrap(ref sql) => {
-                let mut text = b"CREATE DATABASE IF NOT EXISTS mysql;\nUSE mysql;\n".to_vec();
-                for f in &sql.0 {
-                    let body = fs::read(f).map_err(|source| Error::Read {
-                        path: f.clone(),
-                        source,
-                    })?;
-                    text.extend_from_slice(&body);
-                    text.push(b'\n');
-                }
-                bootstrap_sql = Some(text);
-                self.bootstrap_cmd()?
-            }
+            InitMethod::Bootstrap(_) => self.bootstrap_cmd()?,
         };
         // Options that shape the datadir (page size, log files) must be
-        // there at creation too. Semi-sync's come with its plugin, loaded
-        // at start only (MySQL): at init they would be unknown, and they
-        // shape nothing there.
-        cmd.args(
-            self.cfg
-                .options
-                .iter()
-                .filter(|o| !o.variable().starts_with("rpl_semi_sync"))
-                .map(ServerOption::arg),
-        )
-        .env("TMPDIR", &self.tmp)
-        .stdin(if bootstrap_sql.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(log_file.try_clone().map_err(|source| Error::Workdir {
-            path: init_log.clone(),
-            source,
-        })?)
-        .stderr(log_file)
-        .process_group(0);
+        // there at creation too.
+        cmd.args(self.init_options())
+            .env("TMPDIR", &self.tmp)
+            .stdin(if bootstrap_sql.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(log_file.try_clone().map_err(|source| Error::Workdir {
+                path: init_log.clone(),
+                source,
+            })?)
+            .stderr(log_file)
+            .process_group(0);
         let what = cmd.get_program().to_string_lossy().into_owned();
         let child = cmd.spawn().map_err(|e| Error::ServerInit {
             detail: format!("cannot run {what}: {e}"),
