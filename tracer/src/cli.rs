@@ -59,10 +59,7 @@ pub enum Command {
     #[command(after_long_help = crate::help_text::codes_after_help("probes"))]
     Probes(ProbesArgs),
     /// Serve every server's group-commit figures to Prometheus (GET /metrics) until SIGTERM.
-    #[command(
-        after_long_help = crate::help_text::codes_after_help("exporter"),
-        mut_arg("wakeups", |a| a.hide(true))
-    )]
+    #[command(after_long_help = crate::help_text::codes_after_help("exporter"))]
     Exporter(ExporterArgs),
     /// Print the shell completion script for bash, zsh or fish.
     #[command(after_long_help = crate::help_text::codes_after_help("completions"))]

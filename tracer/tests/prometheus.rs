@@ -13,7 +13,7 @@ use common::*;
 use serde_json::Value;
 
 mod exporter_kit;
-use exporter_kit::{free_port, http_get, Exporter};
+use exporter_kit::{free_port, http_get, sample, Exporter};
 
 /// A child killed when the test ends, however it ends.
 struct Reaped(Child);
@@ -392,6 +392,7 @@ fn every_dashboard_panel_has_data_on_a_semi_sync_mysql() {
         "--window-every",
         "4",
         "--commit-path",
+        "--wakeups",
         "--io",
     ]);
     let mut exact = Exporter::start(&["--pid", &pid, "--probes", "exact", "--io"]);
@@ -437,6 +438,30 @@ fn every_dashboard_panel_has_data_on_a_semi_sync_mysql() {
         let q = format!("commitscope:binlog_groups_closed:share1m{{reason=\"{reason}\"}} > 0");
         assert!(!query(prom.port, &q, now()).is_empty(), "{q}");
     }
+    // The binlog's followers in the last window: every wait that ended
+    // took a wake-up at least, some were wasted (MySQL broadcasts each
+    // group's end to all), and the leaders woke them.
+    let t = light.metrics();
+    let g = |name: &str, extra: &[&str]| sample(&t, name, extra).unwrap_or(0.0);
+    let (waits, wakeups) = (
+        g("commitscope_window_follower_waits", &[]),
+        g("commitscope_window_follower_wakeups", &[]),
+    );
+    assert!(
+        waits > 0.0 && wakeups >= waits,
+        "{waits} waits, {wakeups} wake-ups:\n{t}"
+    );
+    assert!(
+        sample(&t, "commitscope_window_follower_wakeups_wasted", &[]).is_some(),
+        "{t}"
+    );
+    assert!(
+        g(
+            "commitscope_window_follower_wakeups_by_waker",
+            &["waker=\"its group's leader\""]
+        ) > 0.0,
+        "{t}"
+    );
     for x in [light, exact] {
         let (code, said) = x.stop(libc::SIGTERM);
         assert_eq!(code, Some(0), "{said:#?}");

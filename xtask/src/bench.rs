@@ -68,6 +68,13 @@ pub enum Which {
         /// exact set as a bpftrace script, the peer).
         #[arg(long, value_enum, value_delimiter = ',', default_value = "trace")]
         arms: Vec<crate::bench_arms::Arm>,
+        /// Also count the BPF programs' own run time per commit (the
+        /// kernel's `bpf_stats_enabled`, on for the run: two clock reads
+        /// per program run, in every traced arm alike), set against a
+        /// commit's CPU; with trace-commit-path and
+        /// trace-commit-path-no-split, the scheduler split's cost from it.
+        #[arg(long)]
+        bpf_time: bool,
     },
     /// `--io`'s device time against a bpftrace peer on the same block
     /// tracepoints (biolatency's accounting), on a loop-mounted ext4
@@ -161,13 +168,24 @@ pub fn run(which: Which) -> anyhow::Result<()> {
             anatomy,
             exporter,
             arms,
+            bpf_time,
         } => {
             let arms = if exporter {
                 vec![crate::bench_arms::Arm::Exporter]
             } else {
                 arms
             };
-            overhead(threads, pairs, seconds, mysqld, anatomy, &arms)
+            overhead(
+                Overhead {
+                    threads,
+                    pairs,
+                    seconds,
+                    anatomy,
+                    bpf_time,
+                },
+                mysqld,
+                &arms,
+            )
         }
         Which::Io {
             threads,
@@ -541,14 +559,24 @@ fn unix_now() -> f64 {
 /// over the run cancels out. The first second of each window (attach,
 /// detach) is left out. With several arms, their ratios in the same round
 /// are compared pair by pair (our exact set against bpftrace's).
-fn overhead(
+/// How `bench overhead` runs.
+struct Overhead {
     threads: u32,
     pairs: u32,
     seconds: u32,
-    mysqld: Option<PathBuf>,
     anatomy: bool,
-    arms: &[Arm],
-) -> anyhow::Result<()> {
+    /// Count the BPF programs' run time ([`crate::bpf_stats`]).
+    bpf_time: bool,
+}
+
+fn overhead(o: Overhead, mysqld: Option<PathBuf>, arms: &[Arm]) -> anyhow::Result<()> {
+    let Overhead {
+        threads,
+        pairs,
+        seconds,
+        anatomy,
+        bpf_time,
+    } = o;
     if arms.is_empty() {
         bail!("--arms is empty: name at least one of trace, trace-io, light, exporter, exporter-no-windows, exporter-window, exporter-exact, bpftrace");
     }
@@ -610,15 +638,25 @@ fn overhead(
         arms.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
     );
     sleep(warmup);
-    let (mut untraced, mut traced) = (Vec::new(), Vec::new());
+    let stats = bpf_time.then(crate::bpf_stats::Enabled::on).transpose()?;
+    let (mut untraced, mut traced, mut bpf) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         for &arm in arms {
             untraced.push(Window::measure(window));
             let probe = crate::bench_arms::attach(arm, &cs, &bin, server.pid(), anatomy)?;
+            let run_time = || {
+                bpf_time
+                    .then(|| crate::bpf_stats::of_pid(probe.pid()))
+                    .transpose()
+            };
+            let before = run_time()?;
             traced.push((arm, Window::measure(window)));
+            let after = run_time()?;
+            bpf.push(before.zip(after).map(|(a, b)| b.since(a)));
             probe.stop()?;
         }
     }
+    drop(stats);
     untraced.push(Window::measure(window));
     // SAFETY: signalling our own child; it prints its summary and exits 0.
     unsafe { libc::kill(wl.id() as i32, libc::SIGINT) };
@@ -635,12 +673,21 @@ fn overhead(
     // Per arm: the ratios in round order, and the per-CPU ratios.
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); arms.len()];
     let mut per_cpu: Vec<Vec<f64>> = vec![Vec::new(); arms.len()];
+    // Per arm, per round: the BPF time per commit in the traced window
+    // and the busy CPU per commit of its untraced neighbours (ns).
+    let mut bpf_per_commit: Vec<Vec<(f64, f64)>> = vec![Vec::new(); arms.len()];
     for (k, (arm, w)) in traced.iter().enumerate() {
         let (u0, u1) = (&untraced[k], &untraced[k + 1]);
         let (a, t, b) = (tps(u0)?, tps(w)?, tps(u1)?);
         let r = t / ((a + b) / 2.0);
         let i = k % arms.len();
         ratios[i].push(r);
+        if let (Some(rt), Some(c0), Some(c1)) = (bpf[k], u0.cpu_ns_per_tx(a), u1.cpu_ns_per_tx(b)) {
+            let txns = t * (w.to - w.from);
+            if txns > 0.0 {
+                bpf_per_commit[i].push((rt.ns as f64 / txns, (c0 + c1) / 2.0));
+            }
+        }
         let cpu = match (
             w.per_busy_second(t),
             u0.per_busy_second(a),
@@ -667,10 +714,45 @@ fn overhead(
     );
     for (i, arm) in arms.iter().enumerate() {
         report_arm(*arm, anatomy, &ratios[i], &per_cpu[i]);
+        let pc = &bpf_per_commit[i];
+        if !pc.is_empty() {
+            println!(
+                "{}: BPF programs' own run time per commit: median {:.0} ns, against {:.1} µs of busy CPU per untraced commit (median, {} windows)",
+                arm.name(),
+                median(pc.iter().map(|x| x.0).collect()),
+                median(pc.iter().map(|x| x.1).collect()) / 1e3,
+                pc.len()
+            );
+        }
+    }
+    // The scheduler split adds no trap, only reads inside programs the
+    // commit path runs anyway: its whole cost is the BPF time it adds per
+    // commit, as a share of a commit's CPU (issue 53's bar: 2 %).
+    let at = |a: Arm| arms.iter().position(|x| *x == a);
+    if let (Some(s), Some(n)) = (at(Arm::TraceCommitPath), at(Arm::TraceCommitPathNoSplit)) {
+        let added: Vec<f64> = bpf_per_commit[s]
+            .iter()
+            .zip(&bpf_per_commit[n])
+            .map(|((with, cpu), (without, _))| (with - without) / cpu)
+            .collect();
+        if let Some(c) = crate::util::mean_ci95(&added) {
+            let call = if c.hi <= 0.02 {
+                "bar met (the split adds at most 2 % of a commit's CPU)"
+            } else if c.lo > 0.02 {
+                "bar missed (the split adds more than 2 % of a commit's CPU)"
+            } else {
+                "not resolved at this noise: rerun with more --pairs"
+            };
+            println!(
+                "the scheduler split's BPF time per commit over a commit's CPU, per round: mean {:.2} %, 95 % CI [{:.2} %, {:.2} %]: {call}",
+                c.mean * 100.0,
+                c.lo * 100.0,
+                c.hi * 100.0
+            );
+        }
     }
     // Ours against the peer, round by round: the same probes, trapped by
     // two tools, in neighbouring windows.
-    let at = |a: Arm| arms.iter().position(|x| *x == a);
     if let (Some(o), Some(p)) = (at(Arm::Trace), at(Arm::Bpftrace)) {
         let diffs: Vec<f64> = ratios[o]
             .iter()
@@ -844,6 +926,13 @@ impl Window {
         let (to, c1) = (unix_now(), CpuTimes::now());
         let cpu = c0.zip(c1).map(|(a, b)| b.since(a));
         Self { from, to, cpu }
+    }
+
+    /// Busy CPU (all of the machine's) per transaction at `tps` over this
+    /// window, in ns.
+    fn cpu_ns_per_tx(&self, tps: f64) -> Option<f64> {
+        let txns = tps * (self.to - self.from);
+        (txns > 0.0).then(|| self.cpu.map(|c| c.busy_seconds() * 1e9 / txns))?
     }
 
     /// Transactions per busy CPU-second at `tps` over this window.

@@ -118,6 +118,14 @@ pub enum Attached {
 }
 
 impl Attached {
+    /// The process holding the probes (its BPF programs).
+    pub fn pid(&self) -> u32 {
+        match self {
+            Attached::Ours(s) => s.pid(),
+            Attached::Peer(c) => c.id(),
+        }
+    }
+
     /// Detaches and waits.
     pub fn stop(self) -> anyhow::Result<()> {
         match self {

@@ -33,6 +33,13 @@ impl Scraped {
         Scraped::Trace(child)
     }
 
+    /// The process holding the probes.
+    pub fn pid(&self) -> u32 {
+        match self {
+            Scraped::Trace(c) | Scraped::Exporter { child: c, .. } => c.id(),
+        }
+    }
+
     /// The exporter attached to `pid` with `extra` flags, scraped every
     /// second.
     pub fn start(cs: &Path, pid: u32, extra: &[&str]) -> anyhow::Result<Self> {

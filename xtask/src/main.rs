@@ -9,6 +9,7 @@ mod bench_io;
 mod bench_releases;
 mod bench_symbols;
 mod bench_tpcc;
+mod bpf_stats;
 mod cpustat;
 mod dist;
 mod fuzz;

@@ -367,6 +367,10 @@ pub struct AttachOptions {
     /// `--io`: the block requests under each redo sync (two block
     /// tracepoints and one on completion, per request on the device).
     pub io: bool,
+    /// `--wakeups` (with `--commit-path`): each exact window counts the
+    /// followers' wake-ups too, its scheduler tracepoints on only while
+    /// the window is open.
+    pub wakeups: bool,
 }
 
 /// The light servers' logins, taken out of the fleet so that their
@@ -485,7 +489,7 @@ pub fn attach(
         tier: opts.tier,
         io: opts.io,
         commit_path: opts.commit_path,
-        wakeups: false,
+        wakeups: opts.wakeups && opts.commit_path,
         sched_split: true,
         semi_sync_wait: None,
     };

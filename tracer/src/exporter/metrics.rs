@@ -861,6 +861,73 @@ fn window_commit_path(
                 .into_iter()
                 .map(move |(k, us)| (with(&l, "state", k), ConstGauge::new(us / 1e6)))
         }),
+    )?;
+    window_wakeups(enc, &cp)
+}
+
+/// The last exact window's follower wake-ups (`--wakeups`): the waits
+/// that ended, the wake-ups they took and the wasted ones, the
+/// wake-to-run latency, and who woke them.
+fn window_wakeups(
+    enc: &mut DescriptorEncoder,
+    cp: &[(&ServerView, &crate::commit_path::CommitPath)],
+) -> Result<(), std::fmt::Error> {
+    let w: Vec<(&ServerView, &crate::wakeups::Wakeups)> = cp
+        .iter()
+        .filter_map(|(v, c)| Some((*v, c.wakeups.as_ref()?)))
+        .collect();
+    for (name, help, get) in [
+        (
+            "commitscope_window_follower_waits",
+            "Followers' waits (the binlog's group commit, the redo write) that ended in the last exact window (--wakeups)",
+            (|x: &crate::wakeups::Wakeups| x.waits) as fn(&crate::wakeups::Wakeups) -> u64,
+        ),
+        (
+            "commitscope_window_follower_wakeups",
+            "The wake-ups those waits received in the last exact window",
+            |x| x.wakeups,
+        ),
+        (
+            "commitscope_window_follower_wakeups_wasted",
+            "Of those, the wake-ups after which the follower blocked again in the same wait (a broadcast meant for another group)",
+            |x| x.wasted,
+        ),
+    ] {
+        family(
+            enc,
+            name,
+            help,
+            None,
+            w.iter()
+                .map(|(v, x)| (labels(v), ConstGauge::new(get(x) as i64))),
+        )?;
+    }
+    family(
+        enc,
+        "commitscope_window_follower_wake_to_run",
+        "The last exact window's time from a follower's wake-up to its running: p50 and p99",
+        Some(&Unit::Seconds),
+        w.iter().flat_map(|(v, x)| {
+            [("p50", x.wake_to_run_p50_us), ("p99", x.wake_to_run_p99_us)]
+                .into_iter()
+                .filter_map(move |(k, us)| {
+                    Some((with(&labels(v), "stat", k), ConstGauge::new(us? / 1e6)))
+                })
+        }),
+    )?;
+    family(
+        enc,
+        "commitscope_window_follower_wakeups_by_waker",
+        "The last exact window's follower wake-ups by who woke them (its group's leader, another group's leader, the redo writer, the semi-sync ack receiver, other)",
+        None,
+        w.iter().flat_map(|(v, x)| {
+            x.by_waker.iter().map(move |b| {
+                (
+                    with(&labels(v), "waker", b.waker),
+                    ConstGauge::new(b.wakeups as i64),
+                )
+            })
+        }),
     )
 }
 

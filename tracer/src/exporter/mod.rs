@@ -191,11 +191,6 @@ pub fn run(args: ExporterArgs) -> Result<()> {
             "the exporter measures --commit-path inside its exact windows, on the light tier: drop --probes exact (or run `commitscope trace --commit-path --pid PID` beside it)".into(),
         ));
     }
-    if args.probes.wakeups {
-        return Err(Error::Usage(
-            "--wakeups is for trace and the main command, not yet the exporter: run `commitscope trace --commit-path --wakeups --pid PID` beside it".into(),
-        ));
-    }
     let opts = AttachOptions {
         debug_root: args.probes.debug_dir.clone(),
         debuginfod: args.probes.debuginfod_choice(),
@@ -206,7 +201,16 @@ pub fn run(args: ExporterArgs) -> Result<()> {
         defaults_file: args.defaults_file.clone(),
         commit_path: args.probes.commit_path,
         io: args.probes.io,
+        wakeups: args.probes.wakeups,
     };
+    if opts.wakeups {
+        // Only inside the exact windows: the rest of the time costs
+        // nothing more.
+        eprintln!(
+            "commitscope: {} (only while an exact window is open)",
+            crate::probes::cost::WAKEUPS_COST
+        );
+    }
     let asks = Arc::new(window::Asks::default());
     let schedule = window::Schedule::new(window, (!every.is_zero()).then_some(every));
     let sel = Selection {

@@ -7,7 +7,10 @@ use std::{
 };
 
 use aya::{
-    programs::uprobe::{UProbeLink, UProbeLinkId},
+    programs::{
+        trace_point::{TracePointLink, TracePointLinkId},
+        uprobe::{UProbeLink, UProbeLinkId},
+    },
     Ebpf, EbpfLoader,
 };
 use tracer_ebpf::{globals as g, maps, programs as prog, BatchMember};
@@ -61,6 +64,9 @@ pub struct Probes {
     pub(super) write_timing: bool,
     /// The write probes of the open exact window (light tier).
     pub(super) window: Option<Vec<(&'static str, UProbeLinkId)>>,
+    /// `--wakeups` in the light tier: the scheduler's tracepoints of the
+    /// open window.
+    pub(super) window_sched: Vec<(&'static str, TracePointLinkId)>,
     pub(super) pid: u32,
     /// The fds in the kernel's `REDO_FDS`, and when they were last looked at.
     pub(super) redo_fds: Vec<u32>,
@@ -113,18 +119,23 @@ fn io_place(pid: u32) -> Result<io::Place> {
     io::locate(&file).map_err(err)
 }
 
-/// The write probes of an exact window: the program and link of each, so
-/// the window can take them off again while the rest stays.
-pub struct WindowLinks(Vec<UProbeLink>);
+/// The probes of an exact window, taken off their programs: dropping
+/// them detaches them while the rest stays.
+pub struct WindowLinks {
+    uprobes: Vec<UProbeLink>,
+    /// `--wakeups`: the scheduler's tracepoints, machine-wide, so on only
+    /// while a window is open.
+    tracepoints: Vec<TracePointLink>,
+}
 
 impl WindowLinks {
     /// How many probes the window had attached.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.uprobes.len() + self.tracepoints.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len() == 0
     }
 }
 
@@ -545,8 +556,9 @@ impl Probes {
             })?;
         }
         // The wake-ups' tracepoints before the spans: every wait opened
-        // has them counting.
-        if wake_on != 0 {
+        // has them counting. In the light tier they go on with each exact
+        // window (they fire machine-wide, at every context switch).
+        if wake_on != 0 && target.tier.per_commit() {
             wakeups::attach(&mut ebpf)?;
         }
         let mut cp_generation = 0;
@@ -574,6 +586,7 @@ impl Probes {
             tier: target.tier,
             write_timing: target.write_timing,
             window: None,
+            window_sched: Vec::new(),
             pid: target.pid,
             redo_fds: Vec::new(),
             redo_checked: None,
@@ -623,6 +636,10 @@ impl Probes {
             // A replication group's part of each commit.
             if let Some(g) = self.group.as_ref() {
                 group::attach(&mut self.ebpf, g, pid, window, |_, _| {})?;
+            }
+            // The wake-ups' tracepoints before the spans, as at attach.
+            if self.wakeups {
+                self.window_sched = wakeups::attach(&mut self.ebpf)?;
             }
             // The commit path's spans last, as at attach: every span
             // opened has its stages' probes in place.
@@ -677,15 +694,19 @@ impl Probes {
         if self.commit_path && !self.tier.per_commit() {
             let _ = set_cp_generation(&mut self.ebpf, 0);
         }
-        let mut out = Vec::new();
+        let mut uprobes = Vec::new();
         for (name, id) in self.window.take().unwrap_or_default() {
             if let Ok(p) = loaded_uprobe(&mut self.ebpf, name) {
                 if let Ok(l) = p.take_link(id) {
-                    out.push(l);
+                    uprobes.push(l);
                 }
             }
         }
-        WindowLinks(out)
+        let sched = std::mem::take(&mut self.window_sched);
+        WindowLinks {
+            uprobes,
+            tracepoints: wakeups::take_links(&mut self.ebpf, sched),
+        }
     }
 
     /// Without a flush function a batch begins at each fsync of a redo

@@ -267,7 +267,10 @@ pub(super) fn tracepoint<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut T
         .ok_or_else(|| attach_err("missing from the object".into()))?
         .try_into()
         .map_err(|e| attach_err(format!("{e}")))?;
-    p.load().map_err(|e| attach_err(format!("{e}")))?;
+    // Loaded once: the exporter's windows attach it again and again.
+    if p.fd().is_err() {
+        p.load().map_err(|e| attach_err(format!("{e}")))?;
+    }
     Ok(p)
 }
 

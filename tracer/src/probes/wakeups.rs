@@ -3,7 +3,14 @@
 //! records keep what they read, attaching them, and the totals they give.
 use std::path::Path;
 
-use aya::{maps::PerCpuArray, Ebpf};
+use aya::{
+    maps::PerCpuArray,
+    programs::{
+        trace_point::{TracePointLink, TracePointLinkId},
+        TracePoint,
+    },
+    Ebpf,
+};
 use tracer_ebpf::{maps, programs as prog, WakeStats, WAKER_ROLES};
 
 use super::{io::format_fields, kernel};
@@ -35,21 +42,38 @@ pub fn layout(tracefs: &Path) -> std::result::Result<SchedLayout, String> {
     })
 }
 
-/// Attaches both tracepoints.
-pub fn attach(ebpf: &mut Ebpf) -> Result<()> {
+/// Attaches both tracepoints; their links, for a window to take off.
+pub fn attach(ebpf: &mut Ebpf) -> Result<Vec<(&'static str, TracePointLinkId)>> {
     kernel::ensure_tracefs()?;
+    let mut links = Vec::new();
     for (name, event) in [
         (prog::WAKE_SCHED_WAKEUP, "sched_wakeup"),
         (prog::WAKE_SCHED_SWITCH, "sched_switch"),
     ] {
-        kernel::tracepoint(ebpf, name)?
+        let id = kernel::tracepoint(ebpf, name)?
             .attach("sched", event)
             .map_err(|e| Error::Attach {
                 what: format!("tracepoint sched/{event}"),
                 detail: e.to_string(),
             })?;
+        links.push((name, id));
     }
-    Ok(())
+    Ok(links)
+}
+
+/// Takes the `links` [`attach`] made off their programs: dropping what
+/// it returns detaches them.
+pub fn take_links(
+    ebpf: &mut Ebpf,
+    links: Vec<(&'static str, TracePointLinkId)>,
+) -> Vec<TracePointLink> {
+    links
+        .into_iter()
+        .filter_map(|(name, id)| {
+            let p: &mut TracePoint = ebpf.program_mut(name)?.try_into().ok()?;
+            p.take_link(id).ok()
+        })
+        .collect()
 }
 
 /// The kernel's `WakeStats` summed over CPUs.
