@@ -5,10 +5,7 @@
 //! its programs (the scheduler split's reads of the thread's accounting,
 //! which adds no trap) is measured exactly here, per commit, and set
 //! against a commit's CPU time.
-use std::process::Command;
-
 use anyhow::Context;
-use serde_json::Value;
 
 const SYSCTL: &str = "/proc/sys/kernel/bpf_stats_enabled";
 
@@ -50,31 +47,51 @@ impl RunTime {
     }
 }
 
-/// The programs of `pid`, from `bpftool prog show --json`.
+/// The programs process `pid` holds, from its BPF program fds' `fdinfo`
+/// (`run_time_ns`, `run_cnt`; Debian's bpftool cannot say which process
+/// holds a program). An error when it holds none: a run time of 0 would
+/// read as a free probe set.
 pub fn of_pid(pid: u32) -> anyhow::Result<RunTime> {
-    let out = Command::new("bpftool")
-        .args(["prog", "show", "--json"])
-        .output()
-        .context("bpftool (cargo xtask setup installs it)")?;
-    anyhow::ensure!(out.status.success(), "bpftool prog show failed");
-    let v: Value = serde_json::from_slice(&out.stdout).context("bpftool's JSON")?;
-    Ok(sum_for(&v, pid))
-}
-
-fn sum_for(v: &Value, pid: u32) -> RunTime {
-    let mut t = RunTime::default();
-    for p in v.as_array().into_iter().flatten() {
-        let held = p["pids"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|x| x["pid"].as_u64() == Some(u64::from(pid)));
-        if held {
-            t.ns += p["run_time_ns"].as_u64().unwrap_or(0);
-            t.runs += p["run_cnt"].as_u64().unwrap_or(0);
+    let dir = format!("/proc/{pid}/fd");
+    let mut seen = std::collections::BTreeMap::new();
+    for e in std::fs::read_dir(&dir)
+        .with_context(|| dir.clone())?
+        .flatten()
+    {
+        let is_prog =
+            std::fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy().contains("bpf-prog"));
+        if !is_prog {
+            continue;
+        }
+        let info = format!("/proc/{pid}/fdinfo/{}", e.file_name().to_string_lossy());
+        if let Ok(text) = std::fs::read_to_string(&info) {
+            if let Some((id, t)) = parse_fdinfo(&text) {
+                seen.insert(id, t);
+            }
         }
     }
-    t
+    anyhow::ensure!(!seen.is_empty(), "process {pid} holds no BPF program");
+    Ok(seen.values().fold(RunTime::default(), |a, t| RunTime {
+        ns: a.ns + t.ns,
+        runs: a.runs + t.runs,
+    }))
+}
+
+/// A program fd's `fdinfo`: its id, run time and runs.
+fn parse_fdinfo(text: &str) -> Option<(u64, RunTime)> {
+    let field = |name: &str| {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().parse::<u64>().ok())?
+        })
+    };
+    Some((
+        field("prog_id")?,
+        RunTime {
+            ns: field("run_time_ns").unwrap_or(0),
+            runs: field("run_cnt").unwrap_or(0),
+        },
+    ))
 }
 
 #[cfg(test)]
@@ -82,15 +99,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_programs_the_process_holds_are_summed() {
-        let v: Value = serde_json::from_str(
-            r#"[{"id":1,"run_time_ns":100,"run_cnt":4,"pids":[{"pid":7,"comm":"commitscope"}]},
-                {"id":2,"run_time_ns":50,"run_cnt":1,"pids":[{"pid":7,"comm":"commitscope"},{"pid":9,"comm":"x"}]},
-                {"id":3,"run_time_ns":999,"run_cnt":9,"pids":[{"pid":9,"comm":"systemd"}]},
-                {"id":4,"pids":[{"pid":7,"comm":"commitscope"}]}]"#,
-        )
-        .unwrap();
-        assert_eq!(sum_for(&v, 7), RunTime { ns: 150, runs: 5 });
-        assert_eq!(sum_for(&v, 8), RunTime::default());
+    fn a_program_fds_fdinfo_gives_its_id_and_run_time() {
+        let text = "pos:\t0\nflags:\t02000002\nprog_type:\t2\nprog_id:\t45529\nrun_time_ns:\t27027634\nrun_cnt:\t13806\n";
+        assert_eq!(
+            parse_fdinfo(text),
+            Some((
+                45529,
+                RunTime {
+                    ns: 27027634,
+                    runs: 13806
+                }
+            ))
+        );
+        // Without the kernel's accounting: no run time, not a failure.
+        assert_eq!(parse_fdinfo("prog_id:\t7\n"), Some((7, RunTime::default())));
+        assert_eq!(parse_fdinfo("pos:\t0\n"), None);
     }
 }
