@@ -50,13 +50,20 @@ pub fn attach(ebpf: &mut Ebpf) -> Result<Vec<(&'static str, TracePointLinkId)>> 
         (prog::WAKE_SCHED_WAKEUP, "sched_wakeup"),
         (prog::WAKE_SCHED_SWITCH, "sched_switch"),
     ] {
-        let id = kernel::tracepoint(ebpf, name)?
-            .attach("sched", event)
-            .map_err(|e| Error::Attach {
+        let attached = kernel::tracepoint(ebpf, name).and_then(|p| {
+            p.attach("sched", event).map_err(|e| Error::Attach {
                 what: format!("tracepoint sched/{event}"),
                 detail: e.to_string(),
-            })?;
-        links.push((name, id));
+            })
+        });
+        match attached {
+            Ok(id) => links.push((name, id)),
+            Err(e) => {
+                // None left on: a window that failed to open costs nothing.
+                drop(take_links(ebpf, links));
+                return Err(e);
+            }
+        }
     }
     Ok(links)
 }
