@@ -237,11 +237,12 @@ fn symbolized_10_5_counts_exact_writes_and_flushes() {
         }
         // Every InnoDB fsync the server counts, the kernel saw (the
         // window opens a little before the first read and closes a
-        // little after the second: allow 2 background flushes).
+        // little after the second: allow 5 background flushes, as for
+        // the checkpoints above; a slow host once put 3 there).
         let server_delta = fsyncs_after - fsyncs_before;
         let ours = t["redo_fsync"].as_u64().unwrap() + t["data_fsync"].as_u64().unwrap();
         assert!(
-            ours >= server_delta && ours <= server_delta + 2,
+            ours >= server_delta && ours <= server_delta + 5,
             "ours {ours} vs Innodb_data_fsyncs delta {server_delta}: {ctx}"
         );
     }

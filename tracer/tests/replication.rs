@@ -86,17 +86,25 @@ fn semi_sync_run(mysqld: &Path, extra: &[&str]) -> Value {
     let ctx = format!("{extra:?}: {s}\n{err}");
     ack_mean(&s);
     // Tick by tick in --csv, the server's count beside ours: summed over
-    // the run, within 5 % of each other.
+    // the ticks that have both, within 5 % of each other. A tick whose
+    // status read did not come back in time has the server's cell empty
+    // (unknown, not 0): the run's last one was, once, on a busy host.
     let text = std::fs::read_to_string(&csv).unwrap();
     let mut rows = text.lines().map(|l| l.split(',').collect::<Vec<_>>());
     let head = rows.next().unwrap();
     let col = |name: &str| head.iter().position(|c| *c == name).unwrap();
     let (ours, server) = (col("ack_waits"), col("server_ack_waits"));
-    let (mut a, mut b) = (0.0, 0.0);
+    let (mut a, mut b, mut unknown) = (0.0, 0.0, 0);
     for r in rows {
-        a += r[ours].parse::<f64>().unwrap_or(0.0);
-        b += r[server].parse::<f64>().unwrap_or(0.0);
+        match (r[ours].parse::<f64>(), r[server].parse::<f64>()) {
+            (Ok(x), Ok(y)) => {
+                a += x;
+                b += y;
+            }
+            _ => unknown += 1,
+        }
     }
+    assert!(unknown <= 1, "{unknown} ticks without both counts: {text}");
     assert!(b > 0.0, "no server_ack_waits: {text}");
     assert!((a - b).abs() / b <= 0.05, "ack_waits {a} vs {b}: {text}");
     let checks = s["checks"].as_array().unwrap();
@@ -133,8 +141,11 @@ fn delay_lands_in_the_ack_stage(mysqld: &Path) {
     let near = semi_sync_run(mysqld, &[]);
     let far = semi_sync_run(mysqld, &["--replica-delay-ms", "4"]);
     let (a, b) = (ack_mean(&near), ack_mean(&far));
+    // The delay adds to whatever the near run's acks waited (on 2 vCPUs
+    // at 32 clients, mostly for a CPU: 5.6 ms once, when twice it failed
+    // a ratio's bar at 11.0 ms 4 ms away).
     assert!(
-        b >= 2_500.0 && b >= 2.0 * a,
+        b - a >= 2_500.0,
         "ack mean {a:.0} us near, {b:.0} us 4 ms away:\n{near}\n{far}"
     );
     assert_eq!(far["replica"]["delay_ms"], 4.0, "{far}");
