@@ -30,7 +30,7 @@ pub fn commitscope() -> Command {
 /// options in a checkout, then copied (`server::template`): the suite
 /// ran some 45 stock MySQL initialisations of 3.3 s each. A test of the
 /// init itself (interrupted in it) removes the variable.
-pub const DATADIR_CACHE_VAR: &str = "COMMITSCOPE_DATADIR_CACHE";
+pub const DATADIR_CACHE_VAR: &str = commitscope::server::template::VAR;
 pub const DATADIR_CACHE: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/datadir-templates");
 
 /// See [`commitscope`].
@@ -286,6 +286,30 @@ pub fn lines_of(r: impl Read + Send + 'static) -> std::sync::mpsc::Receiver<Stri
 }
 
 /// The rest of a child's pipe, once it has exited (to the reader's EOF).
+/// A live-view line's tps, when it is a tick (its second field a number).
+pub fn tick_tps(l: &str) -> Option<f64> {
+    l.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Reads `rx` until `n` ticks have come (at most 120 s: a panic naming
+/// `ctx`); the lines read.
+pub fn until_ticks(rx: &std::sync::mpsc::Receiver<String>, n: usize, ctx: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while out
+        .iter()
+        .filter(|l: &&String| tick_tps(l).is_some())
+        .count()
+        < n
+    {
+        assert!(Instant::now() < deadline, "{ctx}: no {n} ticks: {out:?}");
+        if let Ok(l) = rx.recv_timeout(Duration::from_millis(200)) {
+            out.push(l);
+        }
+    }
+    out
+}
+
 pub fn rest_of(rx: &std::sync::mpsc::Receiver<String>) -> Vec<String> {
     std::iter::from_fn(|| rx.recv_timeout(Duration::from_secs(10)).ok()).collect()
 }

@@ -148,19 +148,7 @@ fn a_group_goes_on_without_one_secondary_and_stops_without_its_majority() {
     let mut run = Running(child);
     let mut err = wait_for(&erx, "3 members ONLINE");
     // Ticks first: the run is measuring.
-    let tick = |l: &str| {
-        l.split_whitespace()
-            .nth(1)
-            .and_then(|tps| tps.parse::<f64>().ok())
-    };
-    let mut out = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while out.iter().filter(|l: &&String| tick(l).is_some()).count() < 2 {
-        assert!(Instant::now() < deadline, "no ticks: {out:?}\n{err:?}");
-        if let Ok(l) = orx.recv_timeout(Duration::from_millis(200)) {
-            out.push(l);
-        }
-    }
+    let mut out = until_ticks(&orx, 2, &format!("{err:?}"));
     let third = member_pid(wd.path(), 3).expect("member 3's server");
     // SAFETY: killing a member server found by its command line.
     unsafe { libc::kill(third as i32, libc::SIGKILL) };
@@ -183,7 +171,8 @@ fn a_group_goes_on_without_one_secondary_and_stops_without_its_majority() {
         let Ok(l) = orx.recv_timeout(Duration::from_millis(200)) else {
             continue;
         };
-        let on = l.contains("(group: 2 of 3 members ONLINE)") && tick(&l).is_some_and(|t| t > 0.0);
+        let on =
+            l.contains("(group: 2 of 3 members ONLINE)") && tick_tps(&l).is_some_and(|t| t > 0.0);
         out.push(l);
         if on {
             break;

@@ -193,19 +193,7 @@ fn killed_replica(mysqld: &Path, timeout_var: &str) {
         // replica replicating), then the replica goes. A fixed 4 s after
         // the processes appeared once killed the replica while it was
         // still starting, beside three other tests.
-        let tick = |l: &str| {
-            l.split_whitespace()
-                .nth(1)
-                .is_some_and(|tps| tps.parse::<f64>().is_ok())
-        };
-        let mut out = Vec::new();
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while !out.iter().any(|l: &String| tick(l)) {
-            assert!(Instant::now() < deadline, "allow {allow}: no tick: {out:?}");
-            if let Ok(l) = orx.recv_timeout(Duration::from_millis(200)) {
-                out.push(l);
-            }
-        }
+        let mut out = until_ticks(&orx, 1, &format!("allow {allow}"));
         // SAFETY: killing the replica server we found by its command line.
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         let status = child.wait().unwrap();
