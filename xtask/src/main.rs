@@ -260,9 +260,11 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     if !harness.iter().any(|a| a.starts_with("--test-threads")) {
         harness.push(format!("--test-threads={TEST_THREADS}"));
     }
+    let governor = background::Governor::start();
     let ran = clock.stage("test binaries, side by side", || {
         suite::run(bins, &harness, print_binary)
     });
+    governor.stop();
     for r in &ran {
         failed.binary(r);
         clock.binary(r);
