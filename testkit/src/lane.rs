@@ -20,12 +20,11 @@
 //! when all are free: while shared tests keep coming, the alone ones wait,
 //! and run one after the other once the shared ones are done (a queue
 //! file orders them). `cargo xtask test`'s background work (builds, the
-//! kernel matrix) runs at normal priority beside shared tests and at idle
-//! priority while an alone test holds or awaits the machine
-//! ([`alone_holds_the_machine`]): then it takes only the CPU the test
-//! leaves, and is preempted the moment the test's thread wakes. A lock
-//! goes with its file descriptor: a test that panics or a process that
-//! dies releases its lane.
+//! kernel matrix) runs at idle priority beside both: it takes only the CPU
+//! the tests leave, and is preempted the moment a test's thread wakes. A
+//! lock goes
+//! with its file descriptor: a test that panics or a process that dies
+//! releases its lane.
 use std::{
     cell::Cell,
     fs::File,
@@ -149,47 +148,7 @@ pub fn alone() -> Lane {
 /// How long a waiting test sleeps between tries.
 const POLL: Duration = Duration::from_millis(25);
 
-/// Whether an alone test holds the machine now, or is next and no shared
-/// test holds a slot: one process holds the queue, and every slot is free
-/// or held by it. `cargo xtask test` asks, so that its background work
-/// (builds, guests) takes a share of the CPU beside the shared tests and
-/// none beside an alone one, nor between two alone ones.
-pub fn alone_holds_the_machine() -> bool {
-    let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
-    Lanes::machine().alone_holder(&locks).is_some()
-}
-
 impl Lanes {
-    /// The process whose alone test holds or awaits every lane, read off
-    /// `/proc/locks` (`locks`): never opens or creates a lane file, so
-    /// asking takes nothing from a test.
-    fn alone_holder(&self, locks: &str) -> Option<u32> {
-        use std::os::unix::fs::MetadataExt;
-        let holder = |name: &str| -> Option<u32> {
-            let m = std::fs::metadata(self.0.join(name)).ok()?;
-            let (major, minor) = (libc::major(m.dev()), libc::minor(m.dev()));
-            locks.lines().find_map(|l| {
-                let f: Vec<&str> = l.split_whitespace().collect();
-                // `1: FLOCK ADVISORY WRITE pid maj:min:ino 0 EOF`; a
-                // waiter's line has `->` after the number.
-                if f.get(1) != Some(&"FLOCK") {
-                    return None;
-                }
-                let mut id = f.get(5)?.split(':');
-                let maj = u32::from_str_radix(id.next()?, 16).ok()?;
-                let min = u32::from_str_radix(id.next()?, 16).ok()?;
-                let ino: u64 = id.next()?.parse().ok()?;
-                ((maj, min, ino) == (major, minor, m.ino()))
-                    .then(|| f.get(4)?.parse().ok())
-                    .flatten()
-            })
-        };
-        let pid = holder("queue")?;
-        (0..shared_slots())
-            .all(|i| holder(&format!("slot{i}")).is_none_or(|p| p == pid))
-            .then_some(pid)
-    }
-
     fn slots(&self) -> Vec<File> {
         (0..shared_slots())
             .map(|i| self.open(&format!("slot{i}")))
@@ -279,28 +238,5 @@ mod tests {
             .recv_timeout(Duration::from_secs(30))
             .expect("the shared lane");
         waiter.join().unwrap();
-    }
-
-    #[test]
-    fn an_alone_lane_is_seen_in_the_kernels_locks_and_shared_ones_are_not() {
-        let d = tempfile::tempdir().unwrap();
-        let lanes = Lanes(d.path().to_path_buf());
-        let locks = || std::fs::read_to_string("/proc/locks").unwrap();
-        // No lane file yet: nothing is held.
-        assert_eq!(lanes.alone_holder(&locks()), None);
-        let s = lanes.shared();
-        assert_eq!(lanes.alone_holder(&locks()), None);
-        // Next in the queue, every slot free: the machine is the alone
-        // test's already.
-        let queue = lanes.open("queue");
-        assert!(flock(&queue, libc::LOCK_EX | libc::LOCK_NB));
-        drop(s);
-        assert_eq!(lanes.alone_holder(&locks()), Some(std::process::id()));
-        drop(queue);
-        assert_eq!(lanes.alone_holder(&locks()), None);
-        let a = lanes.alone();
-        assert_eq!(lanes.alone_holder(&locks()), Some(std::process::id()));
-        drop(a);
-        assert_eq!(lanes.alone_holder(&locks()), None);
     }
 }

@@ -236,8 +236,10 @@ fn symbolized_mariadb_commits_wait_for_a_cpu_beside_busy_loops() {
 /// held to it: a commit whose redo another commit's flush already made
 /// durable asks for no redo write there, so nothing marks it a commit
 /// (measured: -0.05 % at 2 warehouses, -0.58 % at 1 with 8 clients).
-/// At least 200 commits, so that 0.5 % is one: stock MySQL made 463 in
-/// its 5 s once, beside three other tests.
+/// At least 100 commits, where MySQL's bookkeeping (about 50 in the 5 s)
+/// would be a third more: stock MySQL made 463 in its 5 s once, beside
+/// three other tests, and 151 on a host also busy with two builds (all
+/// 151 traced, none more).
 #[test]
 fn tpcc_commits_are_the_workloads_on_both_families() {
     let Some(_lane) = root_shared() else {
@@ -269,7 +271,7 @@ fn tpcc_commits_are_the_workloads_on_both_families() {
             bin.display()
         );
         assert!(
-            theirs >= 200 && ours.abs_diff(theirs) as f64 <= 0.005 * theirs as f64,
+            theirs >= 100 && ours.abs_diff(theirs) as f64 <= 0.005 * theirs as f64,
             "{}: {ours} commits traced, {theirs} by the workload: {err}",
             bin.display()
         );

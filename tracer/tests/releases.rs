@@ -86,16 +86,12 @@ fn managed(mysqld: &Path, threads: u32, version_prefix: &str) -> Value {
     assert!(!checks.is_empty(), "no cross-check: {ctx}");
     for c in checks {
         let d = c["diff_pct"].as_f64().unwrap_or(0.0);
-        // The redo fsyncs also count the background flushes that fall
-        // inside the window's two reads (2 on 1,645 in CI's stop 64):
-        // a few at the edges, as in the symbolized 10.5 test below.
+        // The server's counters also count its background writes and
+        // flushes that fall inside the window's two reads: a few at the
+        // edges (2 fsyncs on 1,645 in CI's stop 64, 1 write on 746 on a
+        // busy host), as in the symbolized 10.5 test below.
         let edge = (c["ours"].as_i64().unwrap_or(0) - c["server"].as_i64().unwrap_or(0)).abs();
-        let fsyncs = c["counter"] == "Innodb_os_log_fsyncs";
-        assert!(
-            d.abs() <= 0.1 || (fsyncs && edge <= 5),
-            "{}: {c}: {ctx}",
-            c["counter"]
-        );
+        assert!(d.abs() <= 0.1 || edge <= 5, "{}: {c}: {ctx}", c["counter"]);
     }
     assert_clean(wd.path());
     s

@@ -13,14 +13,6 @@ use std::{
 
 use anyhow::Context;
 
-/// The process groups of the jobs started and not yet waited for: what a
-/// [`Governor`] sets the priority of.
-static RUNNING: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
-
-fn running() -> Vec<i32> {
-    RUNNING.lock().map(|g| g.clone()).unwrap_or_default()
-}
-
 /// A build running in the background, its output in a file.
 pub struct Job {
     pub name: &'static str,
@@ -123,9 +115,6 @@ impl Job {
         let child = cmd
             .spawn()
             .with_context(|| format!("cannot start the background {name}"))?;
-        if let Ok(mut g) = RUNNING.lock() {
-            g.push(child.id() as i32);
-        }
         eprintln!("xtask: {name}: started in the background (idle priority)");
         Ok(Job {
             name,
@@ -165,9 +154,6 @@ impl Job {
                 std::os::unix::process::ExitStatusExt::from_raw(1 << 8)
             }));
             self.took_s = self.started.elapsed().as_secs_f64();
-            if let Ok(mut g) = RUNNING.lock() {
-                g.retain(|&p| p != self.pgid());
-            }
         }
     }
 
@@ -196,106 +182,20 @@ impl Promoter {
     /// at idle priority. Best effort: a task that ends or cannot be
     /// changed meanwhile only stays at idle priority.
     pub fn promote(&self) {
-        set_policy(self.pgid, libc::SCHED_OTHER);
+        let normal = libc::sched_param { sched_priority: 0 };
+        // The group's leader first: what it starts from now on inherits
+        // the normal policy. Then every task already in the group; twice,
+        // for the threads started while the first pass ran.
+        // SAFETY: plain syscalls on our own children's tasks.
+        unsafe { libc::sched_setscheduler(self.pgid, libc::SCHED_OTHER, &normal) };
+        for _ in 0..2 {
+            for tid in tasks_in_group(self.pgid) {
+                unsafe { libc::sched_setscheduler(tid, libc::SCHED_OTHER, &normal) };
+            }
+        }
         eprintln!("xtask: {}: now at normal priority", self.name);
     }
 }
-
-/// Sets every task of process group `pgid` to `policy`: the group's
-/// leader first (what it starts from now on inherits it), then every task
-/// already in the group, twice, for the threads started while the first
-/// pass ran. Best effort: a task that ends meanwhile is skipped.
-fn set_policy(pgid: i32, policy: libc::c_int) {
-    let p = libc::sched_param { sched_priority: 0 };
-    // SAFETY: plain syscalls on our own children's tasks.
-    unsafe { libc::sched_setscheduler(pgid, policy, &p) };
-    for _ in 0..2 {
-        for tid in tasks_in_group(pgid) {
-            unsafe { libc::sched_setscheduler(tid, policy, &p) };
-        }
-    }
-}
-
-/// Gives the background jobs an equal share of the CPU (normal priority)
-/// while only shared tests run, and none (idle priority) while an alone
-/// test holds the machine (`testkit::lane`). The shared tests measure a
-/// fixed time and check counts that hold however busy the machine is,
-/// so what the builds take from them is mostly throughput; at idle
-/// priority beside them the builds got almost nothing (the CPU was 100 %
-/// busy), and the static binary's and the fuzz targets' builds then took
-/// 180 s after the tests.
-pub struct Governor {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<f64>>,
-    started: Instant,
-}
-
-impl Governor {
-    /// Starts governing every job running now and started later.
-    pub fn start() -> Governor {
-        use std::sync::atomic::Ordering;
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let mut normal_s = 0.0;
-            // Each group's policy as last set (every job starts idle).
-            let mut set: Vec<(i32, bool)> = Vec::new();
-            while !flag.load(Ordering::Relaxed) {
-                let share = !testkit::lane::alone_holds_the_machine();
-                let groups = running();
-                set.retain(|(g, _)| groups.contains(g));
-                for g in groups {
-                    if set.iter().any(|&(s, on)| s == g && on == share) {
-                        continue;
-                    }
-                    set_policy(
-                        g,
-                        if share {
-                            libc::SCHED_OTHER
-                        } else {
-                            libc::SCHED_IDLE
-                        },
-                    );
-                    set.retain(|&(s, _)| s != g);
-                    set.push((g, share));
-                }
-                std::thread::sleep(GOVERNOR_POLL);
-                if share {
-                    normal_s += GOVERNOR_POLL.as_secs_f64();
-                }
-            }
-            // Back to idle: the caller raises what it waits for next.
-            for g in running() {
-                set_policy(g, libc::SCHED_IDLE);
-            }
-            normal_s
-        });
-        Governor {
-            stop,
-            thread: Some(thread),
-            started: Instant::now(),
-        }
-    }
-
-    /// Stops governing: every job still running is back at idle priority.
-    pub fn stop(mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let normal_s = self
-            .thread
-            .take()
-            .and_then(|t| t.join().ok())
-            .unwrap_or(0.0);
-        eprintln!(
-            "xtask: background work: normal priority for {normal_s:.0} s of the tests' {:.0} s \
-             (idle while an alone test held the machine)",
-            self.started.elapsed().as_secs_f64()
-        );
-    }
-}
-
-/// How often the governor looks at the lanes: an alone test waits this
-/// long at most before the background work yields to it.
-const GOVERNOR_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Every thread of every process in process group `pgid`
 /// (`/proc/<pid>/stat`'s fifth field).

@@ -12,6 +12,7 @@ mod bench_tpcc;
 mod bpf_stats;
 mod cpustat;
 mod dist;
+mod ebpf;
 mod fuzz;
 mod hermetic;
 mod modgraph;
@@ -148,34 +149,22 @@ fn main() {
 fn lint() -> anyhow::Result<()> {
     // Host crates (the workspace's default members) ...
     util::cargo(&["clippy", "--all-targets", "--", "-D", "warnings"])?;
-    lint_but_host_clippy()
+    // ... the eBPF programs, for the target they are built for ...
+    ebpf::clippy()?;
+    lint_but_clippy()
 }
 
-/// Every lint but clippy on the host crates: `cargo xtask test` has
-/// clippy lint those while it builds the test binaries (`suite::build`),
-/// instead of type-checking the workspace a second time.
-fn lint_but_host_clippy() -> anyhow::Result<()> {
+/// Every lint but clippy: `cargo xtask test` has clippy lint the host
+/// crates while it builds the test binaries (`suite::build`), instead of
+/// type-checking the workspace a second time, and the eBPF crate before
+/// it builds the object from what clippy built (`ebpf::build_linted`).
+fn lint_but_clippy() -> anyhow::Result<()> {
     util::cargo(&["fmt", "--all", "--", "--check"])?;
     // The fuzz targets are a workspace of their own.
     util::status(
         std::process::Command::new("cargo")
             .args(["fmt", "--", "--check"])
             .current_dir(util::root().join("fuzz")),
-    )?;
-    // The eBPF programs, for the target they are built for.
-    util::status(
-        std::process::Command::new("rustup")
-            .args([
-                "run",
-                "nightly",
-                "cargo",
-                "clippy",
-                "--release",
-                "--target",
-                "bpfel-unknown-none",
-            ])
-            .args(["-Z", "build-std=core", "--bins", "--", "-D", "warnings"])
-            .current_dir(util::root().join("tracer-ebpf")),
     )?;
     // Tests are threads of one process: none may change what they share.
     hermetic::check(&util::root())?;
@@ -201,25 +190,25 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         None => (args, &[][..]),
     };
     let mut failed = run_tests::Failures::default();
-    failed.stage(
-        "lint (fmt, eBPF clippy, hermetic tests, import graph)",
-        clock.stage(
-            "lint (fmt, eBPF clippy, hermetic tests, import graph)",
-            lint_but_host_clippy,
-        ),
-    );
+    const LINT: &str = "lint (fmt, eBPF object under clippy, hermetic tests, imports)";
+    let mut ebpf_object = None;
+    let linted = clock.stage(LINT, || {
+        let built = ebpf::build_linted().map(|o| ebpf_object = Some(o));
+        let rest = lint_but_clippy();
+        built.and(rest)
+    });
+    failed.stage(LINT, linted);
     // --all-targets: every test target, without empty doc-test runs. The
     // shared eBPF types' unit tests too (the crate is not a default
     // member: its binary only builds for the BPF target).
     let mut build_args = vec!["--all-targets".to_string()];
     build_args.extend(cargo_args.iter().cloned());
     let bins = clock.stage("build the test binaries", || -> anyhow::Result<_> {
-        let mut bins = suite::build(&build_args)?;
-        bins.extend(suite::build(&[
-            "-p".into(),
-            "tracer-ebpf".into(),
-            "--lib".into(),
-        ])?);
+        let mut bins = suite::build(&build_args, ebpf_object.as_deref())?;
+        bins.extend(suite::build(
+            &["-p".into(), "tracer-ebpf".into(), "--lib".into()],
+            None,
+        )?);
         Ok(bins)
     });
     let bins = match bins {
@@ -260,11 +249,9 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     if !harness.iter().any(|a| a.starts_with("--test-threads")) {
         harness.push(format!("--test-threads={TEST_THREADS}"));
     }
-    let governor = background::Governor::start();
     let ran = clock.stage("test binaries, side by side", || {
         suite::run(bins, &harness, print_binary)
     });
-    governor.stop();
     for r in &ran {
         failed.binary(r);
         clock.binary(r);

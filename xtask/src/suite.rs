@@ -99,8 +99,13 @@ fn package_name(id: &str) -> Option<String> {
 /// messages on stderr) and lists them. `clippy-driver` compiles the
 /// workspace's own crates (its lints as errors, as `cargo clippy -- -D
 /// warnings` would), rustc the rest: one pass instead of a `cargo clippy`
-/// check and a build.
-pub fn build(cargo_args: &[String]) -> anyhow::Result<Vec<TestBinary>> {
+/// check and a build. `ebpf_object`: an eBPF object already built from
+/// this tree (`ebpf::build_linted`), which `tracer/build.rs` then copies
+/// instead of building its own.
+pub fn build(
+    cargo_args: &[String],
+    ebpf_object: Option<&std::path::Path>,
+) -> anyhow::Result<Vec<TestBinary>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.args([
@@ -117,6 +122,9 @@ pub fn build(cargo_args: &[String]) -> anyhow::Result<Vec<TestBinary>> {
         "CLIPPY_ARGS",
         "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__",
     );
+    if let Some(o) = ebpf_object {
+        cmd.env("COMMITSCOPE_EBPF_OBJECT", o);
+    }
     let mut child = cmd.spawn().context("cannot run cargo test --no-run")?;
     let out = child.stdout.take().context("stdout")?;
     let mut bins = Vec::new();
