@@ -93,6 +93,9 @@ enum Cmd {
         /// the median over them).
         #[arg(long, default_value_t = vm::COST_ROUNDS, value_parser = clap::value_parser!(u32).range(1..))]
         cost_rounds: u32,
+        /// The fixture's fdatasyncs per sync-cost run.
+        #[arg(long, default_value_t = vm::COST_SYNCS, value_parser = clap::value_parser!(u32).range(1000..))]
+        cost_syncs: u32,
         /// `cargo xtask test`'s own call: its setup ran at its start, and
         /// its package test may hold dpkg's lock meanwhile.
         #[arg(long, hide = true)]
@@ -132,9 +135,15 @@ fn main() {
             binary,
             limit_s,
             cost_rounds,
+            cost_syncs,
             no_setup,
-        } => (if no_setup { Ok(()) } else { setup::run() })
-            .and_then(|_| vm::run(&kernels, binary, Duration::from_secs(limit_s), cost_rounds)),
+        } => (if no_setup { Ok(()) } else { setup::run() }).and_then(|_| {
+            let cost = vm::Cost {
+                rounds: cost_rounds,
+                syncs: cost_syncs,
+            };
+            vm::run(&kernels, binary, Duration::from_secs(limit_s), cost)
+        }),
         Cmd::Dist => setup::run().and_then(|_| dist::build().map(|_| ())),
         Cmd::DistTest => setup::run().and_then(|_| dist::test()),
         Cmd::Bench { which } => setup::run().and_then(|_| bench::run(which)),
@@ -305,7 +314,15 @@ fn vm_cmd(bin: &std::path::Path) -> std::process::Command {
     c.arg("vm-test")
         .arg("--binary")
         .arg(bin)
-        .args(["--limit-s", "1800", "--cost-rounds", "1", "--no-setup"])
+        .args([
+            "--limit-s",
+            "1800",
+            "--cost-rounds",
+            "1",
+            "--cost-syncs",
+            "20000",
+        ])
+        .arg("--no-setup")
         .current_dir(util::root());
     c
 }
