@@ -61,6 +61,18 @@ const POLL: Duration = Duration::from_millis(2);
 /// above the syncs inside flushes, in one CI run of servers.rs).
 const IN_FLIGHT_GRACE: Duration = Duration::from_millis(50);
 
+/// Detaches `programs` each on a thread of its own. Each perf event's
+/// close waits for the kernel's grace period (0.07-0.13 s here), and one
+/// after the other a stock MySQL's 25 took 2.4 s at every run's end; side
+/// by side the waits overlap.
+pub(super) fn detach_side_by_side<'a>(programs: impl Iterator<Item = &'a mut Program>) {
+    std::thread::scope(|s| {
+        for p in programs {
+            s.spawn(move || detach(p));
+        }
+    });
+}
+
 /// Detaches one program from everything it is attached to. Not loaded
 /// (not part of this plan, or another fsync mechanism won) is fine.
 fn detach(p: &mut Program) {
@@ -115,11 +127,12 @@ impl Probes {
     }
 
     fn detach_all(&mut self, names: &[&str]) {
-        for name in names {
-            if let Some(p) = self.ebpf.program_mut(name) {
-                detach(p);
-            }
-        }
+        detach_side_by_side(
+            self.ebpf
+                .programs_mut()
+                .filter(|(n, _)| names.contains(n))
+                .map(|(_, p)| p),
+        );
     }
 
     fn open_flushes(&self) -> usize {

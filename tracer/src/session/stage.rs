@@ -400,7 +400,7 @@ impl Stage {
                 "--replica group: a setting that needs a restart would make the primary rejoin its group as a secondary: sweep settings SET GLOBAL can change, or drop --replica group".into(),
             ));
         }
-        drop(self.probes.take());
+        let detaching = detach_beside(self.probes.take());
         if let (Some(r), Some(c)) = (self.replica.as_mut(), self.control.as_mut()) {
             r.pause(c).await;
         }
@@ -412,6 +412,7 @@ impl Stage {
         })?;
         ph.note("stop server ...");
         m.stop();
+        joined(detaching);
         m.cfg.options = options;
         ph.run(stop, "restart server", m.start()).await?;
         self.pid = m.pid();
@@ -432,7 +433,7 @@ impl Stage {
 
     /// Orderly teardown (also what dropping does, minus the timing line).
     pub async fn close(mut self, ph: &Phases) {
-        drop(self.probes.take());
+        let detaching = detach_beside(self.probes.take());
         if let (Some(r), Some(c)) = (self.replica.as_mut(), self.control.as_mut()) {
             r.pause(c).await;
         }
@@ -454,5 +455,21 @@ impl Stage {
             ph.note("stop the group's other members ...");
             drop(g);
         }
+        joined(detaching);
+    }
+}
+
+/// Detaches `probes` on a thread of its own, for the caller to join once
+/// it has stopped the server ([`joined`]): the kernel's wait per probe
+/// (a grace period each, 1.7 s for a stock MySQL's 25) and the server's
+/// shutdown (1.4 s) overlap instead of adding up.
+fn detach_beside(probes: Option<Probes>) -> Option<std::thread::JoinHandle<()>> {
+    probes.map(|p| std::thread::spawn(move || drop(p)))
+}
+
+/// Waits until [`detach_beside`]'s probes are off.
+fn joined(detaching: Option<std::thread::JoinHandle<()>>) {
+    if let Some(t) = detaching {
+        let _ = t.join();
     }
 }
