@@ -209,6 +209,8 @@ pub struct Managed {
     data: PathBuf,
     tmp: PathBuf,
     child: Option<Child>,
+    /// When [`Managed::ask_stop`] sent its SIGTERM (None: not asked).
+    stop_asked: Option<Instant>,
     /// Start options the run itself needs beyond the common ones (a
     /// replicated pair's server ids, binlog, GTIDs, semi-sync), kept
     /// across restarts; the user's `--server-option`s come after them.
@@ -319,6 +321,7 @@ impl Managed {
             data: dir.join("data"),
             tmp,
             child: None,
+            stop_asked: None,
             extra_args: Vec::new(),
             listen_port: None,
             started_at: 0,
@@ -649,6 +652,7 @@ impl Managed {
             detail: format!("cannot run {}: {e}", b.path.display()),
         })?;
         self.child = Some(child);
+        self.stop_asked = None;
         let deadline = Instant::now() + STARTUP_LIMIT;
         loop {
             if let Some(c) = self.child.as_mut() {
@@ -753,9 +757,11 @@ impl Managed {
     /// Clean shutdown (SIGTERM), killed after a timeout. Idempotent.
     pub fn stop(&mut self) -> Option<Duration> {
         let mut c = self.child.take()?;
-        let t0 = Instant::now();
-        // SAFETY: signalling our own child by pid.
-        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        let t0 = self.stop_asked.take().unwrap_or_else(|| {
+            // SAFETY: signalling our own child by pid.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            Instant::now()
+        });
         let deadline = t0 + self.shutdown_limit;
         let pgid = c.id();
         while Instant::now() < deadline {
@@ -774,6 +780,20 @@ impl Managed {
         let _ = c.wait();
         reap_group(pgid);
         Some(t0.elapsed())
+    }
+}
+
+impl Managed {
+    /// Asks the server to shut down (SIGTERM, once) without waiting:
+    /// [`Managed::stop`] then waits for it. A caller stopping two servers
+    /// asks both first, and their shutdowns (1.2-1.6 s each for a stock
+    /// MySQL) overlap.
+    pub fn ask_stop(&mut self) {
+        if let (Some(c), None) = (&self.child, self.stop_asked) {
+            // SAFETY: signalling our own child by pid.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            self.stop_asked = Some(Instant::now());
+        }
     }
 }
 

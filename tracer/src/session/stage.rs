@@ -440,6 +440,11 @@ impl Stage {
         if let Some(c) = self.control.take() {
             let _ = c.disconnect().await;
         }
+        // The replica shuts down beside its source, not after it.
+        if let Some(r) = self.replica.as_mut() {
+            r.disconnect().await;
+            r.server.ask_stop();
+        }
         if let Some(mut m) = self.managed.take() {
             ph.note("stop server ...");
             if let Some(d) = m.stop() {
