@@ -97,15 +97,6 @@ pub struct Probes {
     pub group: Option<group::GroupPlan>,
 }
 
-/// Every program detached side by side before the object goes
-/// (`settle::detach_side_by_side`): dropped one by one, a stock MySQL's
-/// probes held every run's end for 2.4 s.
-impl Drop for Probes {
-    fn drop(&mut self) {
-        super::settle::detach_side_by_side(self.ebpf.programs_mut().map(|(_, p)| p));
-    }
-}
-
 fn set_pred<'a>(l: &mut EbpfLoader<'a>, names: [&'a str; 4], p: &'a Pred, op: &'a u32) {
     l.override_global(names[0], &p.arg, true)
         .override_global(names[1], op, true)
