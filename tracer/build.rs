@@ -61,10 +61,10 @@ fn main() -> anyhow::Result<()> {
     build_info(Path::new(&env::var("CARGO_MANIFEST_DIR")?))?;
     let out = PathBuf::from(env::var("OUT_DIR")?);
     // An object another build of this same tree made (`cargo xtask test`
-    // builds it once under clippy, `xtask/src/ebpf.rs`, for the test build
-    // and the static binary): the same source, toolchain and flags give
-    // the same programs, without a second nightly build of `core` for the
-    // BPF target.
+    // builds it once, after its clippy and in clippy's target dir,
+    // `xtask/src/ebpf.rs`, for the test build and the static binary): the
+    // same source, toolchain and flags give the same bytes, without a
+    // second nightly build of `core` for the BPF target.
     println!("cargo:rerun-if-env-changed=COMMITSCOPE_EBPF_OBJECT");
     if let Some(built) = env::var_os("COMMITSCOPE_EBPF_OBJECT") {
         println!("cargo:rerun-if-changed={}", Path::new(&built).display());

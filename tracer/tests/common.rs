@@ -285,7 +285,6 @@ pub fn lines_of(r: impl Read + Send + 'static) -> std::sync::mpsc::Receiver<Stri
     rx
 }
 
-/// The rest of a child's pipe, once it has exited (to the reader's EOF).
 /// A live-view line's tps, when it is a tick (its second field a number).
 pub fn tick_tps(l: &str) -> Option<f64> {
     l.split_whitespace().nth(1)?.parse().ok()
@@ -310,6 +309,7 @@ pub fn until_ticks(rx: &std::sync::mpsc::Receiver<String>, n: usize, ctx: &str) 
     out
 }
 
+/// The rest of a child's pipe, once it has exited (to the reader's EOF).
 pub fn rest_of(rx: &std::sync::mpsc::Receiver<String>) -> Vec<String> {
     std::iter::from_fn(|| rx.recv_timeout(Duration::from_secs(10)).ok()).collect()
 }

@@ -754,14 +754,24 @@ impl Managed {
         self.shutdown_limit = DOOMED_SHUTDOWN_LIMIT;
     }
 
-    /// Clean shutdown (SIGTERM), killed after a timeout. Idempotent.
-    pub fn stop(&mut self) -> Option<Duration> {
-        let mut c = self.child.take()?;
-        let t0 = self.stop_asked.take().unwrap_or_else(|| {
+    /// Asks the server to shut down (SIGTERM, once) without waiting:
+    /// [`Managed::stop`] then waits for it. A caller stopping two servers
+    /// asks both first, and their shutdowns (1.2-1.6 s each for a stock
+    /// MySQL) overlap.
+    pub fn ask_stop(&mut self) {
+        if let (Some(c), None) = (&self.child, self.stop_asked) {
             // SAFETY: signalling our own child by pid.
             unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-            Instant::now()
-        });
+            self.stop_asked = Some(Instant::now());
+        }
+    }
+
+    /// Clean shutdown (SIGTERM, unless [`Managed::ask_stop`] sent it),
+    /// killed after a timeout from the ask. Idempotent.
+    pub fn stop(&mut self) -> Option<Duration> {
+        self.ask_stop();
+        let mut c = self.child.take()?;
+        let t0 = self.stop_asked.take().unwrap_or_else(Instant::now);
         let deadline = t0 + self.shutdown_limit;
         let pgid = c.id();
         while Instant::now() < deadline {
@@ -780,20 +790,6 @@ impl Managed {
         let _ = c.wait();
         reap_group(pgid);
         Some(t0.elapsed())
-    }
-}
-
-impl Managed {
-    /// Asks the server to shut down (SIGTERM, once) without waiting:
-    /// [`Managed::stop`] then waits for it. A caller stopping two servers
-    /// asks both first, and their shutdowns (1.2-1.6 s each for a stock
-    /// MySQL) overlap.
-    pub fn ask_stop(&mut self) {
-        if let (Some(c), None) = (&self.child, self.stop_asked) {
-            // SAFETY: signalling our own child by pid.
-            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-            self.stop_asked = Some(Instant::now());
-        }
     }
 }
 

@@ -440,7 +440,8 @@ impl Stage {
         if let Some(c) = self.control.take() {
             let _ = c.disconnect().await;
         }
-        // The replica shuts down beside its source, not after it.
+        // The replica, disconnected, shuts down beside its source, not
+        // after it.
         if let Some(r) = self.replica.as_mut() {
             r.disconnect().await;
             r.server.ask_stop();
@@ -451,9 +452,8 @@ impl Stage {
                 ph.note(format_args!("stop server done in {:.2} s", d.as_secs_f64()));
             }
         }
-        if let Some(mut r) = self.replica.take() {
+        if let Some(r) = self.replica.take() {
             ph.note("stop replica ...");
-            r.disconnect().await;
             drop(r);
         }
         if let Some(g) = self.group.take() {
