@@ -314,9 +314,14 @@ fn trace_by_pid_times_a_group_the_tool_did_not_start() {
 /// The exporter's exact window on a group member it did not start (the
 /// light tier between windows): the commits through the group and their
 /// parts, and the member's own count of proposed transactions over the
-/// same window: ours at least the member's, at most 8 % above it, as
-/// the exporter reads the member's count just inside the probes' window
-/// at each edge (tens of ms: 40 of 2,820 alone, 86 of 2,263 in the suite).
+/// same window. Ours are counted between the member's two reads (the
+/// window's maps read just after the first and just before the second),
+/// so the member's window holds ours: ours exceed its count by at most
+/// the 8 commits in flight at the start, and fall short by those that
+/// end during the reads' round trips (11 of 3,543 alone, 27 of 1,487
+/// beside six busy loops on the two cores: under 5 %). Counted from the
+/// probes' attach instead, a loaded CI host once put 1,105 of ours
+/// beside the member's 944.
 #[test]
 fn the_exporter_sets_the_members_own_count_beside_its_window() {
     use exporter_kit::{http_request, promtool_check, sample, Exporter};
@@ -362,11 +367,8 @@ fn the_exporter_sets_the_members_own_count_beside_its_window() {
     );
     let ours = get("commitscope_window_group_commits", &[]);
     assert!(server_n > 100.0, "{server_n}: {scrape}");
-    // The login's reads sit just inside the probes' window at both edges:
-    // ours is never below the member's count, and above it by what
-    // commits in the reads' lag (86 of 2,263 under the suite's load).
     assert!(
-        ours + 8.0 >= server_n && ours <= server_n * 1.08 + 8.0,
+        ours <= server_n + 8.0 && ours >= server_n * 0.95 - 8.0,
         "{ours} vs {server_n}: {scrape}"
     );
     let consensus = get(

@@ -38,8 +38,24 @@ pub struct Attached {
     commit_sum: Running,
     /// The open exact window: when it began, and the maps then.
     window: Option<(SystemTime, Snapshot)>,
-    /// The server's own semi-sync counters as the window opened.
-    window_acks: Option<WindowCounters>,
+    /// The server's own replication counters as the window opened, and
+    /// the window's maps just after that read.
+    window_acks: Option<(WindowCounters, Option<Stamped>)>,
+}
+
+/// The window's maps, and when they were read.
+type Stamped = (SystemTime, Snapshot);
+
+/// A server's replication counters read beside its open window, with the
+/// window's maps read just before and just after the query: the figures
+/// set beside the server's are taken between its two reads (from the
+/// first's after to the second's before), so a slow read on a busy host
+/// adds no commits to ours that the server's counters never saw.
+pub struct ServerRead {
+    pid: u32,
+    counters: WindowCounters,
+    before: Option<Stamped>,
+    after: Option<Stamped>,
 }
 
 impl Attached {
@@ -263,12 +279,22 @@ impl Fleet {
 
     /// Keeps each open window's server counters at its start (`acks`:
     /// read just after the windows opened, by server name).
-    pub fn set_window_acks(&mut self, acks: &BTreeMap<String, (u32, WindowCounters)>) {
-        for (name, (pid, now)) in acks {
-            if let Some(a) = self.attached_as(name, *pid).filter(|a| a.window.is_some()) {
-                a.window_acks = Some(*now);
+    pub fn set_window_acks(&mut self, acks: BTreeMap<String, ServerRead>) {
+        for (name, r) in acks {
+            if let Some(a) = self
+                .attached_as(&name, r.pid)
+                .filter(|a| a.window.is_some())
+            {
+                a.window_acks = Some((r.counters, r.after));
             }
         }
+    }
+
+    /// The open window's maps of `name` now, if it still runs `pid`.
+    fn window_maps(&mut self, name: &str, pid: u32) -> Option<Stamped> {
+        let a = self.attached_as(name, pid).filter(|a| a.window.is_some())?;
+        let s = a.probes.read().ok()?;
+        Some((SystemTime::now(), s))
     }
 
     /// The attachment of `name` if it is still to process `pid`.
@@ -282,12 +308,12 @@ impl Fleet {
 
     /// Ends every open window: reads the maps, takes the window's probes
     /// off, and keeps the figures as the server's last window (with the
-    /// server's own semi-sync counts over it, from `acks`: read just
-    /// before). The probes are returned to be dropped off the lock.
-    pub fn close_windows(
-        &mut self,
-        acks: &BTreeMap<String, (u32, WindowCounters)>,
-    ) -> Vec<WindowLinks> {
+    /// server's own replication counts over it, from `acks`: read just
+    /// before). The figures set beside those counts (the group's and the
+    /// semi-sync waits) are taken between the server's two reads where
+    /// both had the window's maps read beside them. The probes are
+    /// returned to be dropped off the lock.
+    pub fn close_windows(&mut self, mut acks: BTreeMap<String, ServerRead>) -> Vec<WindowLinks> {
         let mut out = Vec::new();
         for (name, s) in self.servers.iter_mut() {
             let Some(a) = s.attached.as_mut() else {
@@ -296,10 +322,13 @@ impl Fleet {
             let Some((start, base)) = a.window.take() else {
                 continue;
             };
-            let server = a.window_acks.take().and_then(|was| {
-                let (_, now) = acks.get(name).filter(|(pid, _)| *pid == a.pid)?;
-                Some(now.since(&was))
-            });
+            let (server, inner) = match a.window_acks.take() {
+                Some((was, after_first)) => match acks.remove(name).filter(|r| r.pid == a.pid) {
+                    Some(r) => (Some(r.counters.since(&was)), after_first.zip(r.before)),
+                    None => (None, None),
+                },
+                None => (None, None),
+            };
             let end = a.probes.read();
             let end_at = SystemTime::now();
             out.push(a.probes.close_window());
@@ -320,14 +349,28 @@ impl Fleet {
                         .unwrap_or_default()
                         .as_secs_f64();
                     let i = Interval::of(&d, secs, secs);
+                    let (group, replication) = match &inner {
+                        Some(((from, prev), (to, cur))) => {
+                            let d = Delta {
+                                prev,
+                                cur,
+                                fds: &a.fds,
+                                cols: &cols,
+                            };
+                            let secs = to.duration_since(*from).unwrap_or_default().as_secs_f64();
+                            let j = Interval::of(&d, secs, secs);
+                            (j.group, j.replication)
+                        }
+                        None => (i.group, i.replication),
+                    };
                     s.view.last_window = Some(Figures {
                         start,
                         end: end_at,
                         totals,
                         commit_path: i.commit_path,
-                        replication: i.replication,
+                        replication,
                         server_acks: server.and_then(|c| c.acks),
-                        group: i.group,
+                        group,
                         server_group_proposed: server.and_then(|c| c.group_proposed),
                     });
                 }
@@ -440,12 +483,15 @@ pub fn read_commits(fleet: &Mutex<Fleet>, rt: &tokio::runtime::Runtime) {
 pub fn read_server_acks(
     fleet: &Mutex<Fleet>,
     rt: &tokio::runtime::Runtime,
-) -> BTreeMap<String, (u32, WindowCounters)> {
+) -> BTreeMap<String, ServerRead> {
+    let maps = |name: &str, pid| fleet.lock().ok().and_then(|mut f| f.window_maps(name, pid));
     let read: Vec<_> = take_logins(fleet)
         .into_iter()
         .map(|(name, pid, mut c)| {
+            let before = maps(&name, pid);
             let r = rt.block_on(c.window_counters());
-            (name, pid, c, r)
+            let after = maps(&name, pid);
+            (name, pid, c, r.map(|counters| (counters, before, after)))
         })
         .collect();
     let mut out = BTreeMap::new();
@@ -457,8 +503,18 @@ pub fn read_server_acks(
             a.commits = Some(c);
         }
         match r {
-            Ok(c) if c.acks.is_some() || c.group_proposed.is_some() => {
-                out.insert(name, (pid, c));
+            Ok((counters, before, after))
+                if counters.acks.is_some() || counters.group_proposed.is_some() =>
+            {
+                out.insert(
+                    name,
+                    ServerRead {
+                        pid,
+                        counters,
+                        before,
+                        after,
+                    },
+                );
             }
             Ok(_) => {}
             Err(e) => eprintln!("commitscope: the replication counters of {name} not read: {e}"),

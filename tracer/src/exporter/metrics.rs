@@ -645,7 +645,7 @@ fn window_group(
     family(
         enc,
         "commitscope_window_group_commits",
-        "The last exact window's commits through a replication group's hook (Group Replication's before_commit)",
+        "The last exact window's commits through a replication group's hook (Group Replication's before_commit), counted between the member's two reads of its own count when it has a login",
         None,
         g.iter()
             .map(|(v, x)| (labels(v), ConstGauge::new(x.commits as i64))),
@@ -710,7 +710,7 @@ fn window_replication(
     family(
         enc,
         "commitscope_window_replica_ack_waits",
-        "The last exact window's waits of a semi-sync source for its replica's acknowledgement (MySQL at AFTER_SYNC: one per binlog group; else one per transaction)",
+        "The last exact window's waits of a semi-sync source for its replica's acknowledgement (MySQL at AFTER_SYNC: one per binlog group; else one per transaction), counted between the server's two reads of its own count when it has a login",
         None,
         r.iter()
             .map(|(v, a)| (with(&labels(v), "hook", a.hook), ConstGauge::new(a.waits as i64))),

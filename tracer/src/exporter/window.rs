@@ -103,9 +103,10 @@ impl Schedule {
 
     /// Opens or closes the window when due. Closing returns the window's
     /// probes to be dropped off the fleet's lock (detaching is slow). The
-    /// servers' own semi-sync counters are read on their logins (on
+    /// servers' own replication counters are read on their logins (on
     /// `rt`) just inside the window's ends, after the probes are in and
-    /// before they go: the server's window lies within the probes'.
+    /// before they go, each read with the maps beside it: the figures set
+    /// beside the server's counts lie between its reads.
     pub fn step(&mut self, fleet: &Mutex<Fleet>, asks: &Asks, rt: &tokio::runtime::Runtime) {
         let now = Instant::now();
         match self.closes_at {
@@ -113,7 +114,7 @@ impl Schedule {
                 let acks = fleet::read_server_acks(fleet, rt);
                 let links = fleet
                     .lock()
-                    .map(|mut f| f.close_windows(&acks))
+                    .map(|mut f| f.close_windows(acks))
                     .unwrap_or_default();
                 self.closes_at = None;
                 asks.set_closed();
@@ -136,7 +137,7 @@ impl Schedule {
                         self.closes_at = Some(opening + self.length);
                         let acks = fleet::read_server_acks(fleet, rt);
                         if let Ok(mut f) = fleet.lock() {
-                            f.set_window_acks(&acks);
+                            f.set_window_acks(acks);
                         }
                     } else {
                         asks.set_closed();
