@@ -129,6 +129,14 @@ fn fuzz_cmd(sub: &str, build: &Build) -> Command {
     if let Some(d) = build.target_dir {
         c.arg("--target-dir").arg(d);
     }
+    // cargo-fuzz appends RUSTFLAGS to its own: the targets and build
+    // scripts link with mold where setup installed it (see
+    // `suite::build`), the same for `build` and `run`.
+    if util::have_mold() {
+        let mut flags = std::env::var("RUSTFLAGS").unwrap_or_default();
+        flags.push_str(" -Clink-arg=-fuse-ld=mold");
+        c.env("RUSTFLAGS", flags.trim_start());
+    }
     c
 }
 

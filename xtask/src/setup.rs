@@ -60,6 +60,9 @@ const APT: &[&str] = &[
     // The kill -9 test: every BPF program and its owner, to find one left
     // behind by a tool that died without detaching.
     "bpftool",
+    // The suite's linker: the ~30 test binaries (80 MB each) link in a
+    // quarter of ld.bfd's CPU time (`suite::build`).
+    "mold",
 ];
 
 /// The static binary's target (`cargo xtask dist`).

@@ -46,6 +46,12 @@ pub fn succeeds(cmd: &mut Command) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Whether mold (installed by setup) links here: the suite's builds
+/// link with it, a plain `cargo build` with the system's linker.
+pub fn have_mold() -> bool {
+    succeeds(Command::new("mold").arg("--version"))
+}
+
 pub fn cargo(args: &[&str]) -> anyhow::Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     status(Command::new(cargo).args(args).current_dir(root()))
