@@ -144,7 +144,8 @@ fn interrupted_load_is_marked_incomplete_and_reloaded() {
     };
     let flags = srv.client_flags();
     let conn: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let db = ["--workload", "tpcc", "--database", "tpcc_int", "-w", "2"];
+    // One warehouse: the reload below loads it all again.
+    let db = ["--workload", "tpcc", "--database", "tpcc_int", "-w", "1"];
     // Interrupt once order lines are going in (a LOAD DATA shows no row
     // until its commit: the statement itself is the earlier sign).
     let out = interrupt_load(

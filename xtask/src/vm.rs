@@ -253,7 +253,7 @@ const SCENARIO_FN: &str = r#"scenario() {
 
 /// The sync-cost runs' size by default: fixture fdatasyncs per run, and
 /// rounds (a median of three; each round of 100,000 is 20 s of a guest).
-/// `cargo xtask test` runs one round of 20,000: the exact counts are its
+/// `cargo xtask test` runs one round of 5,000: the exact counts are its
 /// check and the costs are only printed (the three guests' sync-cost took
 /// 18-24 s each of their 81-106 s at 100,000).
 pub const COST_SYNCS: u32 = 100_000;
