@@ -107,7 +107,7 @@ impl Job {
         // everything it starts).
         unsafe {
             cmd.pre_exec(|| {
-                let p = priority_zero();
+                let p = libc::sched_param { sched_priority: 0 };
                 libc::sched_setscheduler(0, libc::SCHED_IDLE, &p);
                 Ok(())
             });
@@ -182,7 +182,7 @@ impl Promoter {
     /// at idle priority. Best effort: a task that ends or cannot be
     /// changed meanwhile only stays at idle priority.
     pub fn promote(&self) {
-        let normal = priority_zero();
+        let normal = libc::sched_param { sched_priority: 0 };
         // The group's leader first: what it starts from now on inherits
         // the normal policy. Then every task already in the group; twice,
         // for the threads started while the first pass ran.
@@ -243,14 +243,6 @@ impl Drop for Job {
             let _ = self.child.wait();
         }
     }
-}
-
-/// A `sched_param` of priority 0, what SCHED_IDLE and SCHED_OTHER take.
-/// Zeroed rather than written out: musl's has four more fields than
-/// glibc's, and the suite builds this crate's tests for musl too.
-fn priority_zero() -> libc::sched_param {
-    // SAFETY: a plain C struct of integers; all zero is priority 0.
-    unsafe { std::mem::zeroed() }
 }
 
 #[cfg(test)]

@@ -49,18 +49,52 @@ const COMPLETIONS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Builds target/dist: the static binary (release: what ships), the
-/// .deb, SHA256SUMS; runs lintian on the .deb and fails on an error tag.
-/// (`cargo xtask test` packages the static binary its tests ran instead.)
-pub fn build() -> anyhow::Result<PathBuf> {
+/// How the static binary is built: what ships (`release`), or the
+/// suite's check of its packaging (`dist-check`: unoptimised, see the
+/// workspace's Cargo.toml).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Profile {
+    Release,
+    Check,
+}
+
+impl Profile {
+    fn name(self) -> &'static str {
+        match self {
+            Profile::Release => "release",
+            Profile::Check => "dist-check",
+        }
+    }
+}
+
+/// `cargo build` of the static binary into `target_dir`.
+pub fn compile_cmd(target_dir: &Path, profile: Profile) -> Command {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    status(
-        Command::new(cargo)
-            .args(["build", "--release", "--target", MUSL_TARGET])
-            .args(["-p", "commitscope"])
-            .current_dir(root()),
-    )?;
-    package(&root().join(format!("target/{MUSL_TARGET}/release/commitscope")))
+    let mut c = Command::new(cargo);
+    c.args([
+        "build",
+        "--profile",
+        profile.name(),
+        "--target",
+        MUSL_TARGET,
+    ])
+    .args(["-p", "commitscope", "--target-dir"])
+    .arg(target_dir)
+    .current_dir(root());
+    c
+}
+
+/// The static binary [`compile_cmd`] leaves in `target_dir`.
+pub fn compiled(target_dir: &Path, profile: Profile) -> PathBuf {
+    target_dir.join(format!("{MUSL_TARGET}/{}/commitscope", profile.name()))
+}
+
+/// Builds target/dist: the static binary, the .deb, SHA256SUMS; runs
+/// lintian on the .deb and fails on an error tag.
+pub fn build() -> anyhow::Result<PathBuf> {
+    let target = root().join("target");
+    status(&mut compile_cmd(&target, Profile::Release))?;
+    package(&compiled(&target, Profile::Release))
 }
 
 /// target/dist from the static binary `built`: stripped, staged into a

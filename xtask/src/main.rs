@@ -209,15 +209,8 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     failed.stage(LINT, linted);
     // --all-targets: every test target, without empty doc-test runs. The
     // shared eBPF types' unit tests too (the crate is not a default
-    // member: its binary only builds for the BPF target). For the musl
-    // target that ships: the tests run the static binary the packages'
-    // checks then take (a second build of it for the packages was
-    // 180-257 CPU-s of a CPU-bound run).
-    let mut build_args = vec![
-        "--all-targets".to_string(),
-        "--target".into(),
-        setup::MUSL_TARGET.into(),
-    ];
+    // member: its binary only builds for the BPF target).
+    let mut build_args = vec!["--all-targets".to_string()];
     build_args.extend(cargo_args.iter().cloned());
     let bins = clock.stage("build the test binaries", || -> anyhow::Result<_> {
         let mut bins = suite::build(&build_args, ebpf_object.as_deref())?;
@@ -234,22 +227,31 @@ fn test(args: &[String]) -> anyhow::Result<()> {
             Vec::new()
         }
     };
-    // The fuzz targets build while the tests run; the kernel matrix (issue
-    // 18) boots Debian's kernels under qemu with the static binary the
-    // tests run when the fuzz build is done: at one idle priority the
-    // guests would share the CPU the tests leave with the fuzz build,
-    // whose last crate is built by one thread and then ends the run.
+    // The static binary and the fuzz targets build while the tests run;
+    // the kernel matrix (issue 18) boots Debian's kernels under qemu with
+    // the debug binary the tests built when the fuzz build is done: at
+    // one idle priority the guests would share the CPU the tests leave
+    // with the fuzz build, whose last crate is built by one thread and
+    // then ends the run.
+    let dist_dir = background::scratch("dist-target");
     let fuzz_dir = background::scratch("fuzz-target");
-    let static_bin = suite::static_binary();
-    let vm_bin = static_bin.clone();
+    let debug_bin = util::root().join("target/debug/commitscope");
+    let dist_job = background::Job::spawn("static binary build", {
+        let mut c = dist::compile_cmd(&dist_dir, dist::Profile::Check);
+        if let Some(o) = suite::ebpf_object() {
+            c.env("COMMITSCOPE_EBPF_OBJECT", o);
+        }
+        c
+    });
     let fuzz_build = fuzz::Build::suite(&fuzz_dir);
     let fuzz_job = background::Job::spawn("fuzz targets build", fuzz::build_cmd(&fuzz_build));
     let fuzz_promoter = fuzz_job.as_ref().ok().map(background::Job::promoter);
     let fuzz_then_vm = background::after(fuzz_job, move || {
-        if vm_bin.exists() {
-            background::Job::spawn("kernel matrix", vm_cmd(&vm_bin)).map(background::Job::whole_log)
+        if debug_bin.exists() {
+            background::Job::spawn("kernel matrix", vm_cmd(&debug_bin))
+                .map(background::Job::whole_log)
         } else {
-            Err(anyhow::anyhow!("no static binary: the test build failed"))
+            Err(anyhow::anyhow!("no debug binary: the test build failed"))
         }
     });
     let mut harness: Vec<String> = harness.to_vec();
@@ -263,25 +265,25 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         failed.binary(r);
         clock.binary(r);
     }
-    // The tests are over: the build the next stage waits for goes first,
-    // the guests (still idle priority) take what it leaves.
-    if let Some(p) = &fuzz_promoter {
+    // The tests are over: the builds the next stages wait for go first,
+    // the guests (still idle priority) take what they leave.
+    let dist_promoter = dist_job.as_ref().ok().map(background::Job::promoter);
+    for p in dist_promoter.iter().chain(&fuzz_promoter) {
         p.promote();
     }
     // What is left runs in the order that keeps both cores busy: the
-    // packages' checks, the fuzz build's rest and the fuzzing at normal
+    // builds' rests, the packages' checks and the fuzzing at normal
     // priority, the kernel matrix's guests (idle priority, started when
     // the fuzz build ended) taking whatever they leave (the fifth
     // target's free core); then the guests alone.
     // The distribution (issue 16): the static binary and the .deb,
     // installed, used and removed here.
-    const DIST: &str = "dist-test (the tests' static binary packaged, then checks)";
-    let dist = clock.stage(DIST, || {
-        anyhow::ensure!(
-            static_bin.exists(),
-            "no static binary: the test build failed"
-        );
-        dist::check(&dist::package(&static_bin)?)
+    let dist = clock.stage("dist-test (the rest of its build, then checks)", || {
+        dist_job?.wait()?;
+        dist::check(&dist::package(&dist::compiled(
+            &dist_dir,
+            dist::Profile::Check,
+        ))?)
     });
     failed.stage("dist-test", dist);
     // Every reader of hostile input under libFuzzer.

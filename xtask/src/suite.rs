@@ -129,12 +129,10 @@ pub fn build(
     // of CPU against ld.bfd's 3.9, and the suite links about thirty.
     // Only here: a plain `cargo build` needs no linker but the system's.
     if crate::util::have_mold() {
-        for target in ["GNU", "MUSL"] {
-            cmd.env(
-                format!("CARGO_TARGET_X86_64_UNKNOWN_LINUX_{target}_RUSTFLAGS"),
-                "-Clink-arg=-fuse-ld=mold",
-            );
-        }
+        cmd.env(
+            "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS",
+            "-Clink-arg=-fuse-ld=mold",
+        );
     }
     let mut child = cmd.spawn().context("cannot run cargo test --no-run")?;
     let out = child.stdout.take().context("stdout")?;
@@ -228,13 +226,21 @@ fn run_one(binary: TestBinary, args: &[String]) -> Ran {
     }
 }
 
-/// The static binary the suite's build leaves (the tests run it; the
-/// packages' checks and the kernel matrix take it).
-pub fn static_binary() -> PathBuf {
-    root().join(format!(
-        "target/{}/debug/commitscope",
-        crate::setup::MUSL_TARGET
-    ))
+/// The eBPF object the test build made (`tracer/build.rs` writes it into
+/// its out dir; the newest when earlier builds left others), for a second
+/// build of the same tree to reuse.
+pub fn ebpf_object() -> Option<PathBuf> {
+    std::fs::read_dir(root().join("target/debug/build"))
+        .ok()?
+        .flatten()
+        .filter(|d| d.file_name().to_string_lossy().starts_with("commitscope-"))
+        .map(|d| d.path().join("out/tracer-ebpf"))
+        .filter_map(|p| {
+            let m = std::fs::metadata(&p).ok()?;
+            (m.len() > 0).then_some((m.modified().ok()?, p))
+        })
+        .max()
+        .map(|(_, p)| p)
 }
 
 #[cfg(test)]
