@@ -304,10 +304,9 @@ fn test(args: &[String]) -> anyhow::Result<()> {
 
 /// `cargo xtask vm-test` on `bin`, each guest allowed as long as the
 /// whole suite's budget: at idle priority beside the tests, a guest gets
-/// only the CPU they leave. One round of 5,000 syncs of the sync-cost
-/// scenario: its exact counts are the check (the costs are printed but
-/// mean nothing at that size), and a round of 20,000 was 12-14 s of each
-/// of the three guests, two more rounds 40 s.
+/// only the CPU they leave. One round of the sync-cost scenario: its
+/// exact counts are the check, and two more rounds were 40 s of each of
+/// the three guests.
 fn vm_cmd(bin: &std::path::Path) -> std::process::Command {
     let mut c = std::process::Command::new(
         std::env::current_exe().unwrap_or_else(|_| "cargo-xtask".into()),
@@ -321,7 +320,7 @@ fn vm_cmd(bin: &std::path::Path) -> std::process::Command {
             "--cost-rounds",
             "1",
             "--cost-syncs",
-            "5000",
+            "20000",
         ])
         .arg("--no-setup")
         .current_dir(util::root());

@@ -253,7 +253,7 @@ const SCENARIO_FN: &str = r#"scenario() {
 
 /// The sync-cost runs' size by default: fixture fdatasyncs per run, and
 /// rounds (a median of three; each round of 100,000 is 20 s of a guest).
-/// `cargo xtask test` runs one round of 5,000: the exact counts are its
+/// `cargo xtask test` runs one round of 20,000: the exact counts are its
 /// check and the costs are only printed (the three guests' sync-cost took
 /// 18-24 s each of their 81-106 s at 100,000).
 pub const COST_SYNCS: u32 = 100_000;
@@ -488,8 +488,14 @@ fn boot(
         .arg(vmlinuz)
         .arg("-initrd")
         .arg(initrd)
+        // no_timer_check: a guest starved by a busy host (TCG, idle
+        // priority) once failed the kernel's check of its timer IRQ at
+        // boot and panicked ("IO-APIC + timer doesn't work", 5.10 in
+        // run 20); the check tests the emulator, not what we test.
         .arg("-append")
-        .arg(format!("console=ttyS0 panic=-1 quiet loglevel=3 {append}"))
+        .arg(format!(
+            "console=ttyS0 panic=-1 quiet loglevel=3 no_timer_check {append}"
+        ))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
