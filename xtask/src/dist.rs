@@ -96,7 +96,7 @@ pub fn compile_cmd(target_dir: &Path, profile: Profile) -> Command {
 }
 
 /// The static binary [`compile_cmd`] leaves in `target_dir`.
-pub fn compiled(target_dir: &Path, profile: Profile) -> PathBuf {
+fn compiled(target_dir: &Path, profile: Profile) -> PathBuf {
     target_dir.join(format!("{MUSL_TARGET}/{}/commitscope", profile.name()))
 }
 
@@ -105,17 +105,19 @@ pub fn compiled(target_dir: &Path, profile: Profile) -> PathBuf {
 pub fn build() -> anyhow::Result<PathBuf> {
     let target = root().join("target");
     status(&mut compile_cmd(&target, Profile::Release))?;
-    package(&compiled(&target, Profile::Release), Profile::Release)
+    package(&target, Profile::Release)
 }
 
-/// target/dist from the static binary `built`: stripped, staged into a
-/// .deb, summed, the .deb checked by lintian.
-pub fn package(built: &Path, profile: Profile) -> anyhow::Result<PathBuf> {
+/// target/dist from the static binary [`compile_cmd`] built into
+/// `target_dir` with `profile`: stripped, staged into a .deb packed as
+/// `profile` says, summed, the .deb checked by lintian.
+pub fn package(target_dir: &Path, profile: Profile) -> anyhow::Result<PathBuf> {
+    let built = compiled(target_dir, profile);
     let dist = dist_dir();
     let _ = std::fs::remove_dir_all(&dist);
     std::fs::create_dir_all(&dist)?;
     let bin = dist.join(static_name());
-    std::fs::copy(built, &bin)?;
+    std::fs::copy(&built, &bin)?;
     status(
         Command::new("strip")
             .args(["--strip-all", "--remove-section=.comment"])

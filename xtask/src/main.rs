@@ -280,10 +280,7 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     // installed, used and removed here.
     let dist = clock.stage("dist-test (the rest of its build, then checks)", || {
         dist_job?.wait()?;
-        dist::check(&dist::package(
-            &dist::compiled(&dist_dir, dist::Profile::Check),
-            dist::Profile::Check,
-        )?)
+        dist::check(&dist::package(&dist_dir, dist::Profile::Check)?)
     });
     failed.stage("dist-test", dist);
     // Every reader of hostile input under libFuzzer.
