@@ -2,8 +2,8 @@
 //! flush functions (subprograms, inlined copies, parameter locations,
 //! references between entries, compressed sections).
 #![no_main]
-use commitscope::probes::dwarf::find_in;
 use libfuzzer_sys::fuzz_target;
+use readers::probes::dwarf::find_in;
 
 fuzz_target!(|data: &[u8]| {
     if let Some(found) = find_in(

@@ -3,8 +3,8 @@
 #![no_main]
 use std::path::Path;
 
-use commitscope::probes::symbols::{debug_table_of, debuglink_name, Resolver, SymbolSource};
 use libfuzzer_sys::fuzz_target;
+use readers::probes::symbols::{debug_table_of, debuglink_name, Resolver, SymbolSource};
 
 fuzz_target!(|data: &[u8]| {
     // Debug files are looked for under a root that does not exist: the

@@ -19,6 +19,6 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     }
-    let _ = workload::mycnf::read(&d.path().join("my.cnf"), true);
-    let _ = workload::mycnf::client_section(&String::from_utf8_lossy(data));
+    let _ = readers::mycnf::read(&d.path().join("my.cnf"), true);
+    let _ = readers::mycnf::client_section(&String::from_utf8_lossy(data));
 });

@@ -2,12 +2,12 @@
 //! (and a sweep's `KEY=V1,V2` lists), `--server-version`, the server's
 //! `--version` output, and symbol names shortened for display.
 #![no_main]
-use commitscope::{
+use libfuzzer_sys::fuzz_target;
+use readers::{
     family::{parse_version_output, ServerId},
     probes::profiles::short_name,
     server::options::{OptionAxis, ServerOption},
 };
-use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else {

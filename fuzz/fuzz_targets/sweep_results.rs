@@ -17,5 +17,5 @@ fuzz_target!(|data: &[u8]| {
     {
         return;
     }
-    let _ = commitscope::report::sweep::rebuild(d.path(), &mut std::io::sink());
+    let _ = readers::report::sweep::rebuild(d.path(), &mut std::io::sink());
 });

@@ -1,8 +1,8 @@
 //! The binlog group commit. User space attaches each program where the
-//! server family has that boundary (probes/profiles.rs); these only count
-//! and timestamp. MySQL: a flush-stage leader opens its group and marks
-//! where it begins in the count of flushed commits, and counts each
-//! member's cache it writes; a sync leader's fetch of its queue closes the
+//! server family has that boundary (its row's `BinlogProfile`,
+//! readers/src/family/binlog.rs); these only count and timestamp. MySQL:
+//! a flush-stage leader opens its group and marks where it begins in the
+//! count of flushed commits, and counts each member's cache it writes; a sync leader's fetch of its queue closes the
 //! group before it, from the previous sync leader's mark to its own (see
 //! `BinlogMarks`). MariaDB: one leader does it all, and the end of its
 //! binlog sync closes the group.
@@ -50,7 +50,7 @@ static BINLOG_THREADS: HashMap<u64, BinlogThread> = HashMap::with_max_entries(MA
 static BINLOG_LEADERS: HashMap<u64, u64> = HashMap::with_max_entries(MAX_THREADS, 0);
 
 // The binlog group commit. User space attaches each program where the
-// server family has that boundary (probes/profiles.rs, `BinlogProfile`);
+// server family has that boundary (readers/src/family/binlog.rs, `BinlogProfile`);
 // these only count and timestamp. MySQL: a flush-stage leader opens its
 // group and marks where it begins in the count of flushed commits, and
 // counts each member's cache it writes; a sync leader's fetch of its queue closes the group before it, from

@@ -2,8 +2,9 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use readers::server::options::ServerOption;
 
-use crate::{probes::fsync_choice::FsyncProbe, server::options::ServerOption};
+use crate::probes::fsync_choice::FsyncProbe;
 
 /// `commitscope [OPTIONS]` is the main command (managed server, workload,
 /// probes, joined view); the subcommands are its parts and presets.
@@ -241,12 +242,12 @@ impl ProbeArgs {
         Ok(self.commit_path)
     }
 
-    /// The debuginfod servers these flags choose.
     /// `--server-version`, parsed (None when not given).
-    pub fn server(&self) -> crate::error::Result<Option<crate::family::ServerId>> {
-        self.server_version.as_deref().map(str::parse).transpose()
+    pub fn server(&self) -> crate::error::Result<Option<readers::family::ServerId>> {
+        Ok(self.server_version.as_deref().map(str::parse).transpose()?)
     }
 
+    /// The debuginfod servers these flags choose.
     pub fn debuginfod_choice(&self) -> crate::probes::debuginfod::Choice {
         use crate::probes::debuginfod::Choice;
         match (self.no_debuginfod, self.debuginfod.is_empty()) {

@@ -4,17 +4,16 @@
 //! thread (the redo flush as leader, the wait as follower, the binlog's
 //! stages) and the rest, `unattributed`. The stages never overlap on a
 //! thread, so with the rest they add up to the commits' time exactly.
+use readers::{
+    commit_path::{SchedSplit, UNATTRIBUTED},
+    family::commit::StageName,
+};
 use tracer_ebpf::CommitStage;
 
 use crate::{
     deltas::{fine_quantile_us, ratio, LogHist},
-    family::commit::StageName,
     probes::snapshot::CommitTotals,
 };
-
-/// The rest of the commits' time: the server's own work and any wait no
-/// probe times.
-pub const UNATTRIBUTED: &str = "unattributed";
 
 /// The CSV's share columns: one per kernel slot whatever the family
 /// calls it, and the rest.
@@ -62,8 +61,8 @@ pub const UNATTRIBUTED_SHORT: &str = "rest";
 
 /// Each family's stage names, for the tables that spell them.
 const FAMILIES: [(&str, &[StageName]); 2] = [
-    ("MySQL", crate::family::commit::MYSQL_STAGES),
-    ("MariaDB", crate::family::commit::MARIADB_STAGES),
+    ("MySQL", readers::family::commit::MYSQL_STAGES),
+    ("MariaDB", readers::family::commit::MARIADB_STAGES),
 ];
 
 /// Stage names by family, spelled once: "`a`" where both families use
@@ -152,56 +151,6 @@ pub struct PathStage {
     /// rest: I/O, a lock, a condition); None without the scheduler split.
     #[serde(flatten)]
     pub sched: Option<SchedSplit>,
-}
-
-/// Where a mean time went by the scheduler's accounting, µs per commit:
-/// the committing thread's CPU time and run-queue time over the same
-/// interval, read from the kernel's own counters at the stage's ends;
-/// blocked is the rest of the wall time (never below 0).
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct SchedSplit {
-    pub on_cpu_us: f64,
-    pub run_queue_us: f64,
-    pub blocked_us: f64,
-}
-
-impl SchedSplit {
-    /// The split of `ns` wall, `cpu` and `runq` ns summed over `n`
-    /// commits; None without the split (no CPU time at all: every commit
-    /// runs some) or without commits.
-    pub fn of(ns: u64, cpu: u64, runq: u64, n: u64, measured: bool) -> Option<SchedSplit> {
-        if !measured || n == 0 {
-            return None;
-        }
-        let per = |v: u64| v as f64 / n as f64 / 1000.0;
-        Some(SchedSplit {
-            on_cpu_us: per(cpu),
-            run_queue_us: per(runq),
-            blocked_us: per(ns.saturating_sub(cpu + runq)),
-        })
-    }
-
-    /// The same split scaled by `f` (a part of a stage).
-    pub fn scaled(self, f: f64) -> SchedSplit {
-        SchedSplit {
-            on_cpu_us: self.on_cpu_us * f,
-            run_queue_us: self.run_queue_us * f,
-            blocked_us: self.blocked_us * f,
-        }
-    }
-
-    /// On a CPU, on a run queue, blocked: each one's part of the three.
-    pub fn shares(&self) -> [f64; 3] {
-        let sum = self.on_cpu_us + self.run_queue_us + self.blocked_us;
-        if sum <= 0.0 {
-            return [0.0; 3];
-        }
-        [
-            self.on_cpu_us / sum,
-            self.run_queue_us / sum,
-            self.blocked_us / sum,
-        ]
-    }
 }
 
 /// The commits of an interval and where their time went.
@@ -389,7 +338,7 @@ mod tests {
         cur.stage_ns[s] = 1_000_000;
         cur.stage_commits[f] = 2;
         cur.stage_ns[f] = 1_200_000;
-        let names = crate::family::MARIADB.stages;
+        let names = readers::family::MARIADB.stages;
         let p = CommitPath::between(Some(&prev), &cur, names);
         assert_eq!(p.commits, 4);
         assert_eq!(p.mean_us, Some(1000.0));
@@ -419,7 +368,7 @@ mod tests {
         let s = CommitStage::RedoLeaderSync as usize;
         cur.stage_commits[s] = 2;
         cur.stage_ns[s] = 1_000_000;
-        let names = crate::family::MARIADB.stages;
+        let names = readers::family::MARIADB.stages;
         let mut p = CommitPath::between(None, &cur, names);
         p.split_sync(Some(0.5), Some(0.3), Some(0.2));
         let names: Vec<&str> = p.stages.iter().map(|s| s.stage).collect();
@@ -442,7 +391,7 @@ mod tests {
     #[test]
     fn no_commit_no_stage() {
         let t = CommitTotals::default();
-        let p = CommitPath::between(None, &t, crate::family::MARIADB.stages);
+        let p = CommitPath::between(None, &t, readers::family::MARIADB.stages);
         assert_eq!((p.commits, p.stages.len(), p.p50_us), (0, 0, None));
     }
 }

@@ -31,9 +31,6 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    #[error("{} is not an ELF executable ({reason}): pass the server binary (mysqld or mariadbd)", path.display())]
-    NotElf { path: PathBuf, reason: String },
-
     #[error("{} has neither {wanted} nor a server-layer commit function ({fallbacks}), even in debug files under {}: it does not look like mysqld/mariadbd; pass the server binary, or --debug-dir where its debug symbols are", path.display(), debug_root.display())]
     NoProbeSymbol {
         path: PathBuf,
@@ -41,9 +38,6 @@ pub enum Error {
         fallbacks: String,
         debug_root: PathBuf,
     },
-
-    #[error("invalid --server-version {given:?}: expected e.g. mariadb-10.11, mysql-8.0.36, 5.7.44 or 10.6.18-MariaDB")]
-    BadServerVersion { given: String },
 
     #[error("invalid --interval {given}: expected a positive number of seconds, at least 0.01")]
     BadInterval { given: f64 },
@@ -138,9 +132,6 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
-    #[error("{} is a symbolic link: refusing to write through it (commitscope did not create it); remove it or pass another path", path.display())]
-    Symlink { path: PathBuf },
-
     #[error("cannot write {}: {source}; pass a writable path", path.display())]
     Output {
         path: PathBuf,
@@ -169,6 +160,11 @@ pub enum Error {
 
     #[error(transparent)]
     Workload(#[from] workload::Error),
+
+    /// A file read or written for the user (a server binary, a debug
+    /// file, a sweep's records, a chart): the readers' own error.
+    #[error(transparent)]
+    Readers(#[from] readers::Error),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

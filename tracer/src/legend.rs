@@ -3,8 +3,10 @@
 //! by `trace`, the main command and the exporter.
 use std::io::{stderr, Write};
 
+use readers::probes::{profiles, symbols::SymbolSource};
+
 use crate::{
-    probes::{debuginfod::Looked, profiles, symbols::SymbolSource, Probes, Target, WriteProbe},
+    probes::{debuginfod::Looked, Probes, Target, WriteProbe},
     records::run::Legend,
 };
 
@@ -14,7 +16,7 @@ pub fn legend(probes: &Probes, target: &Target) -> Legend {
     let (profile, durable) = match &plan.write {
         WriteProbe::Exact { profile, .. } => {
             let durable = match profile.durable {
-                crate::family::redo::Source::PredB => {
+                readers::family::redo::Source::PredB => {
                     "flush_to_disk argument != 0 (n_write: wait == LOG_WAIT_ONE_GROUP)"
                 }
                 _ => "durable/flush argument true",

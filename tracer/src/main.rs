@@ -54,7 +54,7 @@ fn main() -> ExitCode {
         .map_err(Error::from),
         Some(Command::Sweep(args)) => commitscope::sweep::run(args),
         Some(Command::Report(args)) => {
-            commitscope::report::sweep::rebuild(&args.dir, &mut std::io::stdout())
+            readers::report::sweep::rebuild(&args.dir, &mut std::io::stdout()).map_err(Error::from)
         }
     };
     match result {

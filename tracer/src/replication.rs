@@ -8,9 +8,10 @@
 use tracer_ebpf::{Counter, HistKind};
 
 pub use crate::probes::plan::AckAt;
+use readers::family::commit::{AckHooks, AT_COMMIT_NAME};
+
 use crate::{
     deltas::{counter_since, hist_since, ratio},
-    family::commit::{AckHooks, AT_COMMIT_NAME},
     probes::Snapshot,
 };
 
@@ -61,7 +62,7 @@ impl AckWaits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::family::{MARIADB, MYSQL};
+    use readers::family::{MARIADB, MYSQL};
 
     fn snap(sync: (u64, u64), commit: (u64, u64)) -> Snapshot {
         let mut s = Snapshot::default();

@@ -2,17 +2,18 @@
 //! grouped by file class and log2 histograms turned into percentiles.
 use std::collections::HashMap;
 
+use readers::family::{
+    commit::{AckHooks, StageName},
+    redo::Source,
+    Family,
+};
+use tracer_ebpf::{Counter, HistKind};
+
 pub use crate::deltas::{counter_since, hist_since, ratio, LogHist, SizeQuantiles};
 use crate::{
-    family::{
-        commit::{AckHooks, StageName},
-        redo::Source,
-        Family,
-    },
     fds::{FdTable, FileClass, FIRST_CARRIED_FD},
     probes::{snapshot::sizes_since, Probes, Snapshot, WriteProbe},
 };
-use tracer_ebpf::{Counter, HistKind};
 
 /// Batch sizes over an interval: how many requests each redo flush
 /// carried, counted per exact size in the kernel.

@@ -3,6 +3,7 @@
 //! ratios beside the published ones.
 use std::io::Write;
 
+use readers::server::options::ServerOption;
 use workload::{engine::Config, scenario::Scenario};
 
 use crate::{
@@ -14,7 +15,6 @@ use crate::{
         json::Json,
         live::Live,
     },
-    server::options::ServerOption,
     session::{setup, Measure, Phases, StagePlan, Stop},
 };
 

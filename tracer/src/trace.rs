@@ -23,7 +23,7 @@ pub fn target(args: &TraceArgs) -> Result<Target> {
         (None, Some(path)) => {
             // Reject a non-ELF before looking for processes; the symbols
             // are read once, later, by Plan::new.
-            crate::probes::symbols::check_elf(path)?;
+            readers::probes::symbols::check_elf(path)?;
             process::pid_of(path)?
         }
         // clap requires one of them; a library caller may not.

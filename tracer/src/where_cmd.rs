@@ -5,10 +5,12 @@
 //! symbol-lookup benchmark times.
 use std::{io::Write, time::Instant};
 
+use readers::probes::{profiles, symbols::Resolved};
+
 use crate::{
     cli::ProbesArgs,
     error::Result,
-    probes::{profiles, symbols::Resolved, Plan, Target, WriteProbe},
+    probes::{Plan, Target, WriteProbe},
 };
 
 /// One probe point, as printed.
@@ -68,7 +70,10 @@ struct Report {
 
 /// `--server-version` against the binary's own version: a line when their
 /// flavors differ (a MariaDB binary called MySQL 5.6 gets the wrong rows).
-fn contradiction(given: Option<crate::family::ServerId>, exe: &std::path::Path) -> Option<String> {
+fn contradiction(
+    given: Option<readers::family::ServerId>,
+    exe: &std::path::Path,
+) -> Option<String> {
     let given = given?;
     let own = profiles::detect(exe)?;
     (given.flavor != own.flavor).then(|| {
@@ -79,7 +84,7 @@ fn contradiction(given: Option<crate::family::ServerId>, exe: &std::path::Path) 
 }
 
 pub fn run(args: &ProbesArgs) -> Result<()> {
-    crate::probes::symbols::check_elf(&args.mysqld)?;
+    readers::probes::symbols::check_elf(&args.mysqld)?;
     let server = args.probes.server()?;
     let t0 = Instant::now();
     let plan = Plan::new(&Target {
@@ -156,7 +161,7 @@ pub fn run(args: &ProbesArgs) -> Result<()> {
     }
     let used = plan.debuginfod.as_ref().and_then(|l| l.used.clone());
     let write_from = match (&plan.write.resolved().source, used) {
-        (crate::probes::symbols::SymbolSource::Debuginfod, Some(u)) => u,
+        (readers::probes::symbols::SymbolSource::Debuginfod, Some(u)) => u,
         (s, _) => s.to_string(),
     };
     let report = Report {

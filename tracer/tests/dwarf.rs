@@ -10,9 +10,9 @@ use std::{
     process::Command,
 };
 
-use commitscope::probes::dwarf;
 use common::*;
 use object::Object;
+use readers::probes::dwarf;
 
 const WRITE: &str = "_Z15log_write_up_tombPK19completion_callback";
 const FLUSH: &str = "_ZN5log_t5flushEm";

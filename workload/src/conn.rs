@@ -6,10 +6,9 @@ use std::path::PathBuf;
 use clap::Args;
 use mysql_async::{Conn, Opts, OptsBuilder};
 
-use crate::{
-    error::{Error, Result},
-    mycnf,
-};
+use readers::mycnf;
+
+use crate::error::{Error, Result};
 
 /// Debian's and most distributions' default server socket.
 pub const DEFAULT_SOCKET: &str = "/run/mysqld/mysqld.sock";

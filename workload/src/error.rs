@@ -19,8 +19,10 @@ pub enum Error {
     #[error("invalid {what}: {detail}")]
     BadInput { what: &'static str, detail: String },
 
-    #[error("cannot read {path}: {detail}")]
-    Config { path: String, detail: String },
+    /// An option file (`~/.my.cnf`, `--defaults-file`) that cannot be
+    /// read: the reader's own error.
+    #[error(transparent)]
+    OptionFile(#[from] readers::Error),
 
     #[error("{context}: {source}")]
     Sql {

@@ -9,7 +9,6 @@ pub mod engine;
 pub mod error;
 pub mod fatal;
 pub mod load_check;
-pub mod mycnf;
 pub mod report;
 pub mod run;
 pub mod scenario;

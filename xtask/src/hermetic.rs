@@ -82,6 +82,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 pub fn check(root: &Path) -> anyhow::Result<()> {
     let mut files = Vec::new();
     for top in [
+        "readers",
         "tracer",
         "workload",
         "testkit",

@@ -399,7 +399,7 @@ impl Fleet {
 pub struct AttachOptions {
     pub debug_root: PathBuf,
     pub debuginfod: crate::probes::debuginfod::Choice,
-    pub server: Option<crate::family::ServerId>,
+    pub server: Option<readers::family::ServerId>,
     pub fsync_probe: crate::probes::fsync_choice::FsyncProbe,
     pub anatomy: bool,
     pub tier: Tier,

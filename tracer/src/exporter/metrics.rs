@@ -101,7 +101,7 @@ fn binlog_closed<'a, M: 'a>(
         .filter(|v| v.binlog && v.binlog_closed_by)
         .flat_map(move |v| {
             let l = labels(v);
-            crate::binlog::Reason::ALL
+            readers::binlog::Reason::ALL
                 .iter()
                 .zip(v.totals.binlog_closed)
                 .map(move |(r, t)| (with(&l, "reason", r.name()), f(t)))
@@ -1094,7 +1094,7 @@ pub fn classic(openmetrics: &str) -> String {
 
 /// A mean's split by the scheduler as `state` label values and µs (none
 /// without the split).
-fn sched_states(x: Option<crate::commit_path::SchedSplit>) -> Vec<(&'static str, f64)> {
+fn sched_states(x: Option<readers::commit_path::SchedSplit>) -> Vec<(&'static str, f64)> {
     x.map_or_else(Vec::new, |x| {
         vec![
             ("cpu", x.on_cpu_us),

@@ -175,7 +175,7 @@ pub fn run(args: ExporterArgs) -> Result<()> {
         }
     }
     for exe in &args.mysqld {
-        crate::probes::symbols::check_elf(exe)?;
+        readers::probes::symbols::check_elf(exe)?;
     }
     let window = seconds("--window", args.window, 0.1)?;
     let every = seconds("--window-every", args.window_every, 0.0)?;

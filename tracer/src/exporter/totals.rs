@@ -208,7 +208,7 @@ impl Totals {
             for (sum, r) in self
                 .binlog_closed
                 .iter_mut()
-                .zip(crate::binlog::Reason::ALL)
+                .zip(readers::binlog::Reason::ALL)
             {
                 sum.0 += d.counter(r.kernel().groups());
                 sum.1 += d.counter(r.kernel().wait_ns());
@@ -264,7 +264,8 @@ pub struct Figures {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{family::redo::Source, probes::FdTotals};
+    use crate::probes::FdTotals;
+    use readers::family::redo::Source;
 
     fn cols(has_flush_fn: bool) -> Columns {
         Columns {
@@ -283,7 +284,7 @@ mod tests {
             binlog_closed_by: false,
             commit_stages: None,
             ack: Default::default(),
-            ack_hooks: &crate::family::MARIADB.ack,
+            ack_hooks: &readers::family::MARIADB.ack,
             group: false,
         }
     }

@@ -13,6 +13,10 @@ use aya::{
     },
     Ebpf, EbpfLoader,
 };
+use readers::{
+    family::redo::{Pred, Source},
+    probes::symbols::Resolved,
+};
 use tracer_ebpf::{globals as g, maps, programs as prog, BatchMember};
 
 use super::{
@@ -20,15 +24,11 @@ use super::{
     kernel::{self, KernelAttach},
     plan::{site_readable, AckAt, AckPlan, Plan, Target, WaitPoint, WriteProbe},
     sched_split,
-    symbols::Resolved,
     tier::Tier,
     uprobe::{attach_uprobe, loaded_uprobe},
     wakeups,
 };
-use crate::{
-    error::{Error, Result},
-    family::redo::{Pred, Source},
-};
+use crate::error::{Error, Result};
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-ebpf"));
 
@@ -508,7 +508,7 @@ impl Probes {
         // Light: the hooks its exact windows attach.
         // Where the hooks serve every observer, only with the semi-sync
         // plugin loaded: a group member's hooks are its group's.
-        let semi_sync_loaded = crate::family::Family::of(plan.server)
+        let semi_sync_loaded = readers::family::Family::of(plan.server)
             .ack
             .library
             .is_none_or(|l| crate::fds::mapped_library(target.pid, l).is_some());
@@ -530,7 +530,7 @@ impl Probes {
         // loaded (per commit: the exact tier's), before the spans.
         // Found whatever the tier: a light tier attaches them with each
         // exact window.
-        let group_row = crate::family::Family::of(plan.server).group.as_ref();
+        let group_row = readers::family::Family::of(plan.server).group.as_ref();
         let group = match group_row {
             Some(row) => match group::find(target.pid, row, &target.debug_root) {
                 Ok(g) => g,

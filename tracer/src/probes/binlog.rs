@@ -7,11 +7,11 @@
 use std::{num::NonZeroU32, path::Path};
 
 use aya::{programs::uprobe::UProbeLinkId, Ebpf};
+use readers::probes::symbols::Resolved;
 use tracer_ebpf::programs as prog;
 
 use super::{
     plan::{BinlogPlan, ClosePlan},
-    symbols::Resolved,
     uprobe::attach_uprobe,
 };
 use crate::error::Result;

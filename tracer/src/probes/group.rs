@@ -9,13 +9,17 @@ use std::{
 };
 
 use aya::{programs::uprobe::UProbeLinkId, Ebpf};
+use readers::{
+    family::group::GroupRow,
+    probes::{
+        profiles,
+        symbols::{Resolved, Resolver},
+    },
+};
 use tracer_ebpf::{programs as prog, CommitStage};
 
-use super::{
-    symbols::{Resolved, Resolver},
-    uprobe::attach_uprobe,
-};
-use crate::{error::Result, family::group::GroupRow, probes::profiles};
+use super::uprobe::attach_uprobe;
+use crate::error::Result;
 
 /// Where the group's probes go.
 #[derive(Clone, Debug)]

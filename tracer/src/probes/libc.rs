@@ -91,7 +91,7 @@ pub fn attach(
     // By offset where the symbol table gives one, so the probe can sit past
     // the wrappers' single-stepped first instruction (`probes::prologue`);
     // else by name, as the kernel finds it.
-    let symbols = super::symbols::Resolver::open(&file, Path::new("/nonexistent")).ok();
+    let symbols = readers::probes::symbols::Resolver::open(&file, Path::new("/nonexistent")).ok();
     let mut one = |name: &str, symbol: &str| -> Result<(), String> {
         let at = match symbols.as_ref().and_then(|r| r.resolve(&[symbol])) {
             Some(r) => UProbeAttachLocation::AbsoluteOffset(super::uprobe::probe_offset(

@@ -3,17 +3,21 @@
 //! attached (`commitscope probes` prints it without root).
 use std::path::PathBuf;
 
-use super::{
-    debuginfod,
-    fsync_choice::FsyncProbe,
-    profiles,
-    symbols::{self, Resolved, Resolver},
-    tier::Tier,
+use readers::{
+    family::{
+        self,
+        binlog::BinlogProfile,
+        redo::{Pred, Profile},
+        Family, ServerId,
+    },
+    probes::{
+        profiles,
+        symbols::{self, Resolved, Resolver},
+    },
 };
-use crate::{
-    error::{Error, Result},
-    family::{self, binlog::BinlogProfile, redo::Pred, redo::Profile, Family, ServerId},
-};
+
+use super::{debuginfod, fsync_choice::FsyncProbe, tier::Tier};
+use crate::error::{Error, Result};
 
 /// What the user asked to trace.
 #[derive(Clone, Debug)]

@@ -3,9 +3,8 @@
 //! on it without the programs.
 use std::collections::HashMap;
 
+use readers::family::redo::Source;
 use tracer_ebpf::{Counter, CP_STAGES, HIST_BUCKETS};
-
-use crate::family::redo::Source;
 
 /// Cumulative counts since attach, summed over CPUs.
 #[derive(Clone, Debug, PartialEq)]

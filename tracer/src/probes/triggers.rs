@@ -11,8 +11,7 @@ use std::{io::Read, path::Path};
 
 use iced_x86::{Decoder, DecoderOptions, Instruction, Mnemonic, OpKind, Register};
 use object::{Object, ObjectSymbol};
-
-use super::symbols::Resolved;
+use readers::probes::symbols::Resolved;
 
 /// The file offsets of each exit's add, per reason.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,8 +10,9 @@ use aya::{
     },
     Ebpf,
 };
+use readers::probes::symbols::Resolved;
 
-use super::{prologue, symbols::Resolved};
+use super::prologue;
 use crate::error::{Error, Result};
 
 /// The uprobe program `name`, loaded on first use: one program may attach

@@ -3,8 +3,10 @@
 //! clients' own latency.
 use std::io::Write;
 
+use readers::commit_path::SchedSplit;
+
 use super::fmt::opt_f;
-use crate::commit_path::{CommitPath, SchedSplit};
+use crate::commit_path::CommitPath;
 
 /// Nothing without `--commit-path` or without a commit.
 pub fn write(out: &mut impl Write, c: Option<&CommitPath>) {

@@ -2,8 +2,10 @@
 //! spreadsheet or a plotting script. Empty cells where a value is absent.
 use std::{io::Write, time::SystemTime};
 
-use crate::records::run::{RunHeader, RunSink, RunSummary};
-use crate::sample::Joined;
+use crate::{
+    records::run::{RunHeader, RunSink, RunSummary},
+    sample::Joined,
+};
 
 /// The binlog stages' columns follow these.
 const FIXED: &[&str] = &[
@@ -101,8 +103,8 @@ const GROUP: [&str; 5] = [
 
 /// Binlog groups per reason they closed (empty where the reasons are not
 /// probed): last, so the columns before keep their places.
-const CLOSED_BY: [(crate::binlog::Reason, &str); 4] = {
-    use crate::binlog::Reason;
+const CLOSED_BY: [(readers::binlog::Reason, &str); 4] = {
+    use readers::binlog::Reason;
     [
         (Reason::Count, "binlog_closed_count"),
         (Reason::Timeout, "binlog_closed_timeout"),

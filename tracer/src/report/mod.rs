@@ -4,17 +4,14 @@
 //! ticks (workload + probes) through a `RunSink` (both in
 //! `crate::records::run`, with what they print).
 pub mod binlog_block;
-pub mod charts;
 mod commit_path_block;
 pub mod csv;
 pub mod fmt;
-pub mod grid;
 mod group_block;
 pub mod human;
 pub mod json;
 pub mod live;
 mod replication_block;
-pub mod sweep;
 
 use std::path::Path;
 
@@ -31,7 +28,7 @@ pub fn run_sinks(json: bool, csv: Option<&Path>) -> Result<Box<dyn RunSink>> {
         Box::new(live::Live::new(std::io::stdout()))
     }];
     if let Some(p) = csv {
-        let f = crate::outfile::create(p)?;
+        let f = readers::outfile::create(p)?;
         v.push(Box::new(csv::Csv::new(std::io::BufWriter::new(f))));
     }
     Ok(Box::new(Tee(v)))

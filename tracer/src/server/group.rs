@@ -7,19 +7,17 @@
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
+use readers::family::{
+    group::{GroupRow, MemberWire},
+    replication::quote,
+};
 
 use super::{
     managed::{Managed, ManagedConfig},
     sizing::{Shape, Sizing},
     status::{moved, Status},
 };
-use crate::{
-    error::{Error, Result},
-    family::{
-        group::{GroupRow, MemberWire},
-        replication::quote,
-    },
-};
+use crate::error::{Error, Result};
 
 /// Members a group gets by default: it keeps a majority when one dies.
 pub const DEFAULT_MEMBERS: u32 = 3;
@@ -455,7 +453,7 @@ impl Drop for Group {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::family::group::GROUP_REPLICATION;
+    use readers::family::group::GROUP_REPLICATION;
 
     #[test]
     fn each_member_gets_its_own_ports_and_every_seed() {

@@ -2,11 +2,12 @@
 //! are (error messages, install scripts) when it lives outside /usr.
 use std::path::{Path, PathBuf};
 
-use crate::{
-    error::{Error, Result},
+use readers::{
     family::{self, ServerId},
     probes::profiles,
 };
+
+use crate::error::{Error, Result};
 
 /// Searched after `$PATH`, in this order.
 const EXTRA_DIRS: &[&str] = &["/usr/sbin", "/usr/local/mysql/bin"];
@@ -94,7 +95,7 @@ pub fn find(explicit: Option<&Path>) -> Result<PathBuf> {
 /// Identifies `path` (`--version`, or `--server-version`) and finds its
 /// support files. Rejects what is not an ELF server binary.
 pub fn inspect(path: &Path, declared: Option<ServerId>) -> Result<ServerBinary> {
-    crate::probes::symbols::check_elf(path)?;
+    readers::probes::symbols::check_elf(path)?;
     let path = path.canonicalize().map_err(|source| Error::Read {
         path: path.to_owned(),
         source,

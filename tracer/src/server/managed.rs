@@ -10,16 +10,14 @@ use std::{
     time::{Duration, Instant},
 };
 
+use readers::{family::datadir::ThrowawayValue, server::options::ServerOption};
+
 use super::{
     locate::{InitMethod, ServerBinary},
-    options::ServerOption,
     sizing::Sizing,
     template::{Key, Owner, Templates},
 };
-use crate::{
-    error::{Error, Result},
-    family::datadir::ThrowawayValue,
-};
+use crate::error::{Error, Result};
 
 /// How long a server may take to initialise or to accept connections.
 const STARTUP_LIMIT: Duration = Duration::from_secs(300);

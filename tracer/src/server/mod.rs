@@ -6,7 +6,6 @@ pub mod existing;
 pub mod group;
 pub mod locate;
 pub mod managed;
-pub mod options;
 pub mod process;
 pub mod replica;
 pub mod sizing;

@@ -2,11 +2,12 @@
 //! binary, replicating from the managed one over loopback (GTID
 //! auto-positioning), optionally behind a delaying proxy. What the two
 //! families spell differently (options, statements, status names) is
-//! their row's [`Dialect`] (`crate::family`); the rest is the same steps
+//! their row's [`Dialect`] (`readers::family`); the rest is the same steps
 //! on both.
 use std::{net::SocketAddr, time::Duration};
 
 use mysql_async::prelude::Queryable;
+use readers::family::replication::{quote, Dialect, Wire};
 
 use super::{
     delay_proxy::DelayProxy,
@@ -15,7 +16,6 @@ use super::{
 };
 use crate::{
     error::{Error, Result},
-    family::replication::{quote, Dialect, Wire},
     probes::plan::WaitPoint,
 };
 
@@ -52,56 +52,53 @@ pub struct ReplicaPlan {
     pub delay: Option<Duration>,
 }
 
-impl Dialect {
-    /// A semi-sync status counter's name on the source, e.g.
-    /// `Rpl_semi_sync_source_yes_tx`.
-    pub fn source_status(&self, what: &str) -> String {
-        let mut s = format!("{}_{what}", self.source_vars);
-        s[..1].make_ascii_uppercase();
-        s
+/// The source's start options for `plan`, as `dialect` spells them.
+pub fn source_args(dialect: &Dialect, plan: &ReplicaPlan, plugin_dir: Option<&str>) -> Vec<String> {
+    let mut a = vec!["--server-id=1".to_string(), "--log-bin".to_string()];
+    a.extend(dialect.gtid_args.iter().map(|s| s.to_string()));
+    if plan.mode == Mode::SemiSync {
+        a.extend(semi_sync_args(
+            dialect.source_plugin,
+            dialect.source_vars,
+            plugin_dir,
+        ));
+        a.push(format!(
+            "--{}-wait-point={}",
+            dialect.source_vars.replace('_', "-"),
+            plan.wait.sql()
+        ));
     }
+    a
+}
 
-    /// The source's start options for `plan`, listening on `port`.
-    pub fn source_args(&self, plan: &ReplicaPlan, plugin_dir: Option<&str>) -> Vec<String> {
-        let mut a = vec!["--server-id=1".to_string(), "--log-bin".to_string()];
-        a.extend(self.gtid_args.iter().map(|s| s.to_string()));
-        if plan.mode == Mode::SemiSync {
-            a.extend(self.semi_sync_args(self.source_plugin, self.source_vars, plugin_dir));
-            a.push(format!(
-                "--{}-wait-point={}",
-                self.source_vars.replace('_', "-"),
-                plan.wait.sql()
-            ));
-        }
-        a
+/// The replica's start options.
+pub fn replica_args(
+    dialect: &Dialect,
+    plan: &ReplicaPlan,
+    plugin_dir: Option<&str>,
+) -> Vec<String> {
+    let mut a = vec!["--server-id=2".to_string(), dialect.skip_start.to_string()];
+    a.extend(dialect.gtid_args.iter().map(|s| s.to_string()));
+    if plan.mode == Mode::SemiSync {
+        a.extend(semi_sync_args(
+            dialect.replica_plugin,
+            dialect.replica_vars,
+            plugin_dir,
+        ));
     }
+    a
+}
 
-    /// The replica's start options.
-    pub fn replica_args(&self, plan: &ReplicaPlan, plugin_dir: Option<&str>) -> Vec<String> {
-        let mut a = vec!["--server-id=2".to_string(), self.skip_start.to_string()];
-        a.extend(self.gtid_args.iter().map(|s| s.to_string()));
-        if plan.mode == Mode::SemiSync {
-            a.extend(self.semi_sync_args(self.replica_plugin, self.replica_vars, plugin_dir));
+fn semi_sync_args(plugin: Option<&str>, vars: &str, plugin_dir: Option<&str>) -> Vec<String> {
+    let mut a = Vec::new();
+    if let Some(p) = plugin {
+        if let Some(d) = plugin_dir {
+            a.push(format!("--plugin-dir={d}"));
         }
-        a
+        a.push(format!("--plugin-load-add={p}"));
     }
-
-    fn semi_sync_args(
-        &self,
-        plugin: Option<&str>,
-        vars: &str,
-        plugin_dir: Option<&str>,
-    ) -> Vec<String> {
-        let mut a = Vec::new();
-        if let Some(p) = plugin {
-            if let Some(d) = plugin_dir {
-                a.push(format!("--plugin-dir={d}"));
-            }
-            a.push(format!("--plugin-load-add={p}"));
-        }
-        a.push(format!("--{}-enabled=ON", vars.replace('_', "-")));
-        a
-    }
+    a.push(format!("--{}-enabled=ON", vars.replace('_', "-")));
+    a
 }
 
 /// A port free on loopback now (the server binds it a moment later).
@@ -240,7 +237,7 @@ impl Replica {
             }
             _ => None,
         };
-        server.extra_args = dialect.replica_args(&plan, own.as_deref());
+        server.extra_args = replica_args(dialect, &plan, own.as_deref());
         server.listen_port = Some(free_port()?);
         server.init().await?;
         server.start().await.map_err(|e| Error::Replica {
@@ -513,7 +510,7 @@ pub(super) fn password(prefix: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::family::{MARIADB, MYSQL};
+    use readers::family::{MARIADB, MYSQL};
 
     fn plan(mode: Mode) -> ReplicaPlan {
         ReplicaPlan {
@@ -525,17 +522,13 @@ mod tests {
 
     #[test]
     fn each_family_spells_semi_sync_its_own_way() {
-        let m = MYSQL
-            .replication
-            .source_args(&plan(Mode::SemiSync), Some("/p"));
+        let m = source_args(&MYSQL.replication, &plan(Mode::SemiSync), Some("/p"));
         assert!(m.contains(&"--plugin-dir=/p".to_string()), "{m:?}");
         assert!(m.contains(&"--plugin-load-add=semisync_source.so".to_string()));
         assert!(m.contains(&"--rpl-semi-sync-source-enabled=ON".to_string()));
         assert!(m.contains(&"--rpl-semi-sync-source-wait-point=AFTER_SYNC".to_string()));
         assert!(m.contains(&"--gtid-mode=ON".to_string()));
-        let r = MARIADB
-            .replication
-            .replica_args(&plan(Mode::SemiSync), Some("/p"));
+        let r = replica_args(&MARIADB.replication, &plan(Mode::SemiSync), Some("/p"));
         assert!(
             r.contains(&"--rpl-semi-sync-slave-enabled=ON".to_string()),
             "{r:?}"
@@ -543,7 +536,7 @@ mod tests {
         assert!(!r.iter().any(|a| a.starts_with("--plugin")), "{r:?}");
         assert!(r.contains(&"--skip-slave-start".to_string()));
         // Async: no semi-sync anywhere.
-        let a = MARIADB.replication.source_args(&plan(Mode::Async), None);
+        let a = source_args(&MARIADB.replication, &plan(Mode::Async), None);
         assert!(!a.iter().any(|a| a.contains("semi")), "{a:?}");
         assert_eq!(
             MYSQL.replication.source_status("yes_tx"),

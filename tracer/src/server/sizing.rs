@@ -2,7 +2,7 @@
 //! defaults: `max_connections` (MariaDB's default 151 made `--threads 256`
 //! fail with `1040 Too many connections`), the file limits that follow
 //! from it, and a buffer pool that holds the TPC-C data.
-use super::options::ServerOption;
+use readers::server::options::ServerOption;
 
 /// Connections beyond the run's own: the tool's control connection, a
 /// schema connection, and a few for the user to look in with the client.

@@ -90,7 +90,7 @@ async fn read_stamped(conn: &mut mysql_async::Conn) -> Result<(Status, std::time
             .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
             .collect(),
     );
-    for row in crate::family::FAMILIES
+    for row in readers::family::FAMILIES
         .iter()
         .filter_map(|f| f.group.as_ref())
     {
@@ -354,7 +354,7 @@ impl WindowCounters {
 pub async fn window_counters(conn: &mut mysql_async::Conn) -> Result<WindowCounters> {
     let acks = semi_sync(conn).await?;
     let mut group_proposed = None;
-    for row in crate::family::FAMILIES
+    for row in readers::family::FAMILIES
         .iter()
         .filter_map(|f| f.group.as_ref())
     {

@@ -314,7 +314,8 @@ impl Stage {
                             .filter(|b| b.commits > 0)
                             .map(|b| b.commits),
                         closed_by: t.binlog.as_ref().and_then(|b| {
-                            use crate::binlog::{ClosedBy, Reason};
+                            use crate::binlog::ClosedBy;
+                            use readers::binlog::Reason;
                             let by = b.closed_by.as_deref()?;
                             Some(
                                 [Reason::Count, Reason::Timeout, Reason::LockWait]

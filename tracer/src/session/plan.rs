@@ -6,12 +6,12 @@
 //! the same once.
 use std::time::Duration;
 
+use readers::family::ServerId;
 use workload::{conn::ConnArgs, engine::Config};
 
 use crate::{
     cli::{ProbeArgs, RunArgs, ServerArgs},
     error::{Error, Result},
-    family::ServerId,
     probes::tier::Tier,
     server::{
         group::{GroupPlan, DEFAULT_MEMBERS, MAX_MEMBERS},
@@ -124,7 +124,10 @@ impl StagePlan {
 
     /// The plan with these managed server options instead (a study's
     /// pass, a sweep's first cell): they were checked with the rest.
-    pub fn with_server_options(&self, options: Vec<crate::server::options::ServerOption>) -> Self {
+    pub fn with_server_options(
+        &self,
+        options: Vec<readers::server::options::ServerOption>,
+    ) -> Self {
         let mut p = self.clone();
         p.server.server_options = options;
         p

@@ -2,6 +2,7 @@
 //! server, the control connection and the probes; restarted and torn down
 //! in field order.
 
+use readers::server::options::ServerOption;
 use workload::conn::{ConnArgs, Endpoint};
 
 use super::{phases::Phases, plan::StagePlan, stop::Stop};
@@ -15,7 +16,6 @@ use crate::{
         group::{self, Group, Layout},
         locate,
         managed::{Managed, ManagedConfig},
-        options::ServerOption,
         process,
         replica::{self, Replica},
         sizing::{Shape, Sizing},
@@ -70,7 +70,7 @@ pub async fn setup(plan: &StagePlan, shape: Shape, stop: &Stop, ph: &Phases) -> 
     // `--replica group`: the family's group, where the members listen,
     // and the install's plugin dir.
     let mut group_start: Option<(
-        &'static crate::family::group::GroupRow,
+        &'static readers::family::group::GroupRow,
         Layout,
         std::path::PathBuf,
     )> = None;
@@ -138,7 +138,7 @@ pub async fn setup(plan: &StagePlan, shape: Shape, stop: &Stop, ph: &Phases) -> 
                 }
                 _ => None,
             };
-            m.extra_args = dialect.source_args(plan, own.as_deref());
+            m.extra_args = crate::server::replica::source_args(dialect, plan, own.as_deref());
             m.listen_port = Some(replica::free_port()?);
         }
         if let Some(gp) = &group_plan {
@@ -305,7 +305,7 @@ pub async fn setup(plan: &StagePlan, shape: Shape, stop: &Stop, ph: &Phases) -> 
 #[derive(Clone)]
 pub(super) struct Attach {
     pub(super) probe_args: ProbeArgs,
-    declared: Option<crate::family::ServerId>,
+    declared: Option<readers::family::ServerId>,
     /// The managed binary's plan, made once before it started.
     plan: Option<Plan>,
     /// The managed semi-sync pair's wait point (None: not known).

@@ -6,14 +6,12 @@ use std::{
     time::Duration,
 };
 
+use readers::{records::cells::CellRecord, server::options::ServerOption};
+
 use crate::{
     error::{Error, Result},
-    records::{
-        cells::CellRecord,
-        run::{EndReason, RunSummary},
-    },
+    records::run::{EndReason, RunSummary},
     report::csv::Csv,
-    server::options::ServerOption,
     session::{Measure, Stage},
     sweep::{
         ctx::Ctx,
@@ -153,7 +151,7 @@ pub async fn run_cell(
         reset: false,
     };
     let path = ticks_path(&ctx.store.dir, cell);
-    let f = crate::outfile::create(&path)?;
+    let f = readers::outfile::create(&path)?;
     let mut sink = Csv::new(std::io::BufWriter::new(f));
     let r = {
         let fut = live.stage.measure(&m, &mut sink, ctx.stop, ctx.ph);

@@ -14,12 +14,15 @@ pub mod validate;
 
 use std::time::Instant;
 
-use crate::records::cells::CellRecord;
+use readers::{
+    records::cells::CellRecord,
+    report::sweep::{publish, write_outputs},
+    server::options::ServerOption,
+};
+
 use crate::{
     cli::{ServerArgs, SweepArgs},
     error::{Error, Result},
-    report::sweep::{publish, write_outputs},
-    server::options::ServerOption,
     session::{setup, Phases, StagePlan, Stop},
 };
 use cell::{result_line, run_cell, Live};
@@ -148,7 +151,7 @@ async fn drive(
 ) -> Result<Outcome> {
     let (cells, namer) = (&ready.cells, &ready.namer);
     let ticks = ctx.store.dir.join("ticks");
-    crate::outfile::check_dir(&ticks)?;
+    readers::outfile::check_dir(&ticks)?;
     let _ = std::fs::create_dir_all(&ticks);
     let mut progress = Progress::new(cells.len(), ready.per_cell);
     let tpcc = ctx.spec.meta.workload == "tpcc";
@@ -164,7 +167,7 @@ async fn drive(
         let t0 = Instant::now();
         match run_cell(ctx, live, cell, &mut progress).await {
             Ok(Some(s)) => {
-                let r = CellRecord::new(cell, &s, t0.elapsed().as_secs_f64());
+                let r = store::cell_record(cell, &s, t0.elapsed().as_secs_f64());
                 ctx.store.append(&r)?;
                 progress.done(&result_line(&r, tpcc));
                 done.push(r);

@@ -2,7 +2,7 @@
 //! and every `--server-option` list, ordered so that the data is loaded
 //! once per warehouse count and the server restarts once per combination
 //! of the options that need a restart.
-use crate::server::options::{OptionAxis, ServerOption};
+use readers::server::options::{OptionAxis, ServerOption};
 
 /// How a server option moves from one cell to the next: decided by asking
 /// the server (`SET GLOBAL v = @@GLOBAL.v`), not by a list that would age
@@ -54,7 +54,7 @@ impl Cell {
         if let (Some(w), true) = (self.warehouses, many_warehouses) {
             s.push_str(&format!(" warehouses={w}"));
         }
-        let set = crate::records::cells::settings_label(
+        let set = readers::records::cells::settings_label(
             self.settings
                 .iter()
                 .zip(varied)
@@ -196,11 +196,11 @@ mod tests {
         assert_eq!(c[1].key(), "threads=4 warehouses=2");
         assert_eq!(c[1].label(&[], true), "threads=4 warehouses=2");
         assert_eq!(
-            crate::records::cells::short_name("innodb_log_file_size"),
+            readers::records::cells::short_name("innodb_log_file_size"),
             "log_file_size"
         );
         assert_eq!(
-            crate::records::cells::short_name("sync-binlog"),
+            readers::records::cells::short_name("sync-binlog"),
             "sync_binlog"
         );
     }

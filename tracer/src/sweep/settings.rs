@@ -2,10 +2,10 @@
 //! server itself), applying them with `SET GLOBAL`, the dry validation of
 //! every value, and putting an existing server back as it was.
 use mysql_async::{prelude::Queryable, Conn};
+use readers::server::options::{OptionAxis, ServerOption};
 
 use crate::{
     error::{Error, Result},
-    server::options::{OptionAxis, ServerOption},
     sweep::plan::Change,
 };
 

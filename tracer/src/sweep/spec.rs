@@ -1,6 +1,7 @@
 //! The sweep's command line, checked before anything starts: the option
 //! lists, the threads and warehouses, what every cell shares, and how a
 //! cell is named in messages.
+use readers::{records::cells::Meta, server::options::OptionAxis};
 use workload::{
     cli::{TpccArgs, WorkloadArgs},
     conn::ConnArgs,
@@ -10,8 +11,6 @@ use workload::{
 use crate::{
     cli::SweepArgs,
     error::{Error, Result},
-    records::cells::Meta,
-    server::options::OptionAxis,
     sweep::plan::Cell,
 };
 

@@ -4,9 +4,10 @@
 //! seconds, not an hour in, and the error names the cell.
 use std::time::Duration;
 
+use readers::records::cells::CellRecord;
+
 use crate::{
     error::{Error, Result},
-    records::cells::CellRecord,
     sweep::{
         cell::Live,
         ctx::Ctx,
@@ -114,7 +115,7 @@ pub async fn ready(
             };
             format!(
                 "{} x{} by {by}",
-                crate::records::cells::short_name(&a.key),
+                readers::records::cells::short_name(&a.key),
                 a.values.len()
             )
         })

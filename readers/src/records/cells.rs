@@ -147,23 +147,6 @@ pub struct StageShare {
 }
 
 impl CellCommitPath {
-    pub fn of(c: &crate::commit_path::CommitPath) -> CellCommitPath {
-        CellCommitPath {
-            commits: c.commits,
-            mean_us: c.mean_us,
-            p99_us: c.p99_us,
-            shares: c
-                .stages
-                .iter()
-                .map(|s| StageShare {
-                    stage: s.stage.to_string(),
-                    share: s.share.unwrap_or(0.0),
-                })
-                .collect(),
-            sched: c.sched,
-        }
-    }
-
     /// The named stage with the largest share (not the unattributed rest).
     pub fn top(&self) -> Option<&StageShare> {
         self.shares
@@ -192,20 +175,6 @@ pub struct CellIo {
     pub device_us: Option<f64>,
     pub journal_us: Option<f64>,
     pub other_us: Option<f64>,
-}
-
-impl CellIo {
-    pub fn of(io: &crate::sample::IoFigures) -> CellIo {
-        let part = |s: Option<f64>| s.zip(io.redo_sync_mean_us).map(|(s, m)| s * m);
-        CellIo {
-            requests_per_sync: io.requests_per_sync,
-            kib_per_sync: io.bytes_per_sync.map(|b| b / 1024.0),
-            cache_flushes_per_sync: io.cache_flushes_per_sync,
-            device_us: part(io.device_share),
-            journal_us: part(io.journal_share),
-            other_us: part(io.other_share),
-        }
-    }
 }
 
 /// The short form of a variable in labels: `trx_commit` for

@@ -24,6 +24,16 @@ pub struct Dialect {
     pub change_source: fn(&Wire) -> String,
 }
 
+impl Dialect {
+    /// A semi-sync status counter's name on the source, e.g.
+    /// `Rpl_semi_sync_source_yes_tx`.
+    pub fn source_status(&self, what: &str) -> String {
+        let mut s = format!("{}_{what}", self.source_vars);
+        s[..1].make_ascii_uppercase();
+        s
+    }
+}
+
 /// Where the replica connects, and as whom.
 pub struct Wire {
     pub host: String,

@@ -1,0 +1,2 @@
+//! `--server-option KEY=VALUE` and a sweep's value lists (`options`).
+pub mod options;
