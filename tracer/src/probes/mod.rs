@@ -1,5 +1,6 @@
-//! The probes: where they go (plan, symbols, DWARF, debuginfod, version
-//! profiles), attaching them (attach, uprobe, kernel, libc), reading them
+//! The probes: where they go (plan, debuginfod; a binary's symbols, DWARF
+//! and version are read by the readers' crate, `readers::probes`),
+//! attaching them (attach, uprobe, kernel, libc), reading them
 //! (read, snapshot, settle) and what they cost (tier, cost). This file only
 //! names the rooms; each imports its siblings, never this one.
 pub mod attach;

@@ -1,4 +1,6 @@
-//! Output sinks: one file per format. None of them imports aya.
+//! Output sinks: one file per format. None of them imports aya. A
+//! sweep's report (table, summaries, charts) is rebuilt from its records
+//! alone, in the readers' crate (`readers::report`).
 //! `trace` prints [`Interval`](crate::sample::Interval)s through a
 //! `Sink`; the main command prints [`Joined`](crate::sample::Joined)
 //! ticks (workload + probes) through a `RunSink` (both in
