@@ -434,7 +434,7 @@ fn a_trace_stopped_mid_flush_counts_that_flush_sync() {
     let dir = tempfile::tempdir().unwrap();
     for (flavor, _) in FLAVORS {
         let (bin, _) = build(dir.path(), flavor, Variant::Unstripped);
-        let (t, truth, _) = stop_mid_flush(&bin, 150);
+        let (t, truth, _) = stop_mid_flush(&bin, Stall::Ms(150));
         let ctx = format!("{flavor}: truth {truth} totals {t}");
         assert_eq!(t["durable"], truth["durable"], "{ctx}");
         assert_eq!(t["n_flush"], truth["flushes"], "{ctx}");
@@ -455,7 +455,7 @@ fn a_trace_whose_flush_outlasts_the_end_says_what_stayed_open() {
     }
     let dir = tempfile::tempdir().unwrap();
     let (bin, _) = build(dir.path(), "FLAVOR_MARIADB1011", Variant::Unstripped);
-    let (t, truth, stderr) = stop_mid_flush(&bin, 2000);
+    let (t, truth, stderr) = stop_mid_flush(&bin, Stall::UntilTraceEnds);
     let ctx = format!("truth {truth} totals {t} stderr {stderr:?}");
     let open: Vec<_> = stderr.iter().filter(|l| l.contains("still open")).collect();
     assert_eq!(open.len(), 1, "{ctx}");
@@ -468,15 +468,29 @@ fn a_trace_whose_flush_outlasts_the_end_says_what_stayed_open() {
     assert_eq!(t["redo_fsync_in_flush"], 0, "{ctx}");
 }
 
-/// Runs the fixture's `cut` mode (its flush dawdles `ms` before its
-/// fdatasync), interrupts a trace of it from inside the flush, and
+/// How long the fixture's flush waits before its fdatasync.
+#[derive(Clone, Copy, PartialEq)]
+enum Stall {
+    /// A fixed time, usually within the trace's end.
+    Ms(u32),
+    /// Until the trace has ended: a fixed time cannot promise that on a
+    /// loaded machine (2 s once passed before the trace was stopped).
+    UntilTraceEnds,
+}
+
+/// Runs the fixture's `cut` mode (its flush stalls as `stall` says before
+/// its fdatasync), interrupts a trace of it from inside the flush, and
 /// returns the trace's totals, the fixture's own counts and the trace's
 /// stderr.
-fn stop_mid_flush(bin: &std::path::Path, ms: u32) -> (Value, Value, Vec<String>) {
+fn stop_mid_flush(bin: &std::path::Path, stall: Stall) -> (Value, Value, Vec<String>) {
     use std::io::{BufRead, BufReader, Write};
     let work = tempfile::tempdir().unwrap();
+    let stall_arg = match stall {
+        Stall::Ms(ms) => ms.to_string(),
+        Stall::UntilTraceEnds => "hold".to_string(),
+    };
     let mut fx = Command::new(bin)
-        .args(["1", work.path().to_str().unwrap(), "cut", &ms.to_string()])
+        .args(["1", work.path().to_str().unwrap(), "cut", &stall_arg])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -491,8 +505,11 @@ fn stop_mid_flush(bin: &std::path::Path, ms: u32) -> (Value, Value, Vec<String>)
     out.read_line(&mut line).unwrap();
     assert_eq!(line.trim(), r#"{"in_flush":true}"#);
     // Stop the trace now: the fixture is inside the flush function and
-    // syncs `ms` later.
+    // syncs `ms` later, or once the trace has ended.
     let (lines, stderr) = tracer.finish_all(true);
+    if stall == Stall::UntilTraceEnds {
+        writeln!(stdin, "sync").unwrap();
+    }
     line.clear();
     out.read_line(&mut line).unwrap();
     let truth: Value = serde_json::from_str(&line).unwrap();
