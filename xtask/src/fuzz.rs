@@ -46,13 +46,15 @@ pub struct Build<'a> {
     target_dir: Option<&'a Path>,
     /// AddressSanitizer (`cargo xtask fuzz`), or none (`cargo xtask
     /// test`): the readers are safe Rust, where it finds little, and it
-    /// cost the suite's build 77 of its 505 CPU-s (428 without).
+    /// cost the suite's build 77 of its 505 CPU-s (428 without; figures
+    /// from when the targets linked the whole tool).
     address_sanitizer: bool,
     /// Unoptimized, with debug assertions and overflow checks (`cargo
     /// xtask test`), or optimized as cargo-fuzz builds by default (`cargo
     /// xtask fuzz`). The suite's 10 s per target replay the seeds and
     /// search a little; the optimized build cost it 470 CPU-s of its
-    /// about 2,600 (2 vCPUs, 22 min), the unoptimized one 320, and it
+    /// about 2,600 (2 vCPUs, 22 min), the unoptimized one 320 (both when
+    /// the targets linked the whole tool; 100 now), and it
     /// panics on an integer overflow where the optimized one wraps. The
     /// deep search (35k inputs a second on `elf` against 3-4k) is
     /// `cargo xtask fuzz`'s.
@@ -115,8 +117,9 @@ pub fn pick(only: &[String]) -> anyhow::Result<Vec<&'static str>> {
 /// object, no async runtime, no MySQL client to build.
 ///
 /// Sixteen codegen units, not cargo-fuzz's one: with one, the crate under
-/// fuzz (then the whole tool) was the build's serial tail (337 s of wall for 536 CPU-s here, against
-/// 261 s for 505 with sixteen), and a CI run waited on it. The targets
+/// fuzz (then the whole tool) was the build's serial tail (337 s of wall
+/// for 536 CPU-s here, against 261 s for 505 with sixteen), and a CI run
+/// waited on it. The targets
 /// then run 40 to 90 % as many inputs in the same seconds and reach more
 /// edges (less inlined), measured on elf, dwarf and sweep_results. `run`
 /// takes the same flag, or it would rebuild everything with one unit.
