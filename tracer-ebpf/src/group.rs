@@ -4,7 +4,11 @@
 //! inside it that are the group's own steps (flow control, the send, the
 //! wait for consensus and certification) each as a stage; what the hook
 //! spends between them is its rest. Counted only inside the hook: the
-//! same functions serve the plugin's other threads.
+//! same functions serve the plugin's other threads. Galera's hook comes
+//! in two segments where a commit has two phases (`before_prepare`, with
+//! the certification, then `before_commit`, with the commit order): the
+//! first's time is carried to the second's return; with one phase the
+//! first is called inside the second, and nests.
 use aya_ebpf::{
     macros::{map, uprobe, uretprobe},
     maps::HashMap,
@@ -26,14 +30,33 @@ static GROUP_OPEN: HashMap<u64, GroupOpen> = HashMap::with_max_entries(MAX_THREA
 #[map]
 static GROUP_PART: HashMap<u64, AckStart> = HashMap::with_max_entries(MAX_THREADS, 0);
 
-#[uprobe]
-pub fn group_entry(_ctx: ProbeContext) -> u32 {
+/// Opens (or, nested or between segments, continues) the thread's hook.
+#[inline(always)]
+fn open(fresh: bool) -> u32 {
     let Some(id) = is_target() else { return 0 };
     let (ts, st) = now_stamped();
+    if let Some(o) = GROUP_OPEN.get_ptr_mut(id) {
+        // SAFETY: the thread's own entry, written by this thread only.
+        unsafe {
+            if (*o).depth > 0 {
+                (*o).depth += 1;
+                return 0;
+            }
+            if !fresh {
+                // The final segment of a commit whose earlier one
+                // returned: its time goes on from what it carried.
+                (*o).ts = ts;
+                (*o).st = st;
+                (*o).depth = 1;
+                return 0;
+            }
+        }
+    }
     let open = GroupOpen {
         ts,
         st,
-        inner: Split::default(),
+        depth: 1,
+        ..GroupOpen::default()
     };
     if GROUP_OPEN.insert(id, open, 0).is_err() {
         bump(Counter::TimingLost);
@@ -41,17 +64,60 @@ pub fn group_entry(_ctx: ProbeContext) -> u32 {
     0
 }
 
-/// The hook returns: one commit through the group, timed; in the commit
-/// path its time outside the steps is the stage `GroupRest`.
+/// The final hook's entry (Group Replication's before_commit, Galera's
+/// `wsrep::transaction::before_commit`).
+#[uprobe]
+pub fn group_entry(_ctx: ProbeContext) -> u32 {
+    open(false)
+}
+
+/// An earlier segment's entry (Galera's `before_prepare` where a commit
+/// has two phases): a commit's hook begins here afresh, whatever an
+/// earlier commit that never reached its final hook (a failed
+/// certification) left.
+#[uprobe]
+pub fn group_first_entry(_ctx: ProbeContext) -> u32 {
+    open(true)
+}
+
+/// An earlier segment returns: outside any final hook its time is
+/// carried to the commit's final return.
+#[uretprobe]
+pub fn group_segment_return(_ctx: RetProbeContext) -> u32 {
+    let Some(id) = is_target() else { return 0 };
+    let Some(o) = GROUP_OPEN.get_ptr_mut(id) else {
+        return 0;
+    };
+    let (now, now_st) = now_stamped();
+    // SAFETY: the thread's own entry, written by this thread only.
+    unsafe {
+        (*o).depth = (*o).depth.saturating_sub(1);
+        if (*o).depth == 0 {
+            let seg = Split::between((*o).ts, (*o).st, now, now_st);
+            (*o).carry = (*o).carry.plus(seg);
+        }
+    }
+    0
+}
+
+/// The final hook returns: one commit through the group, timed (with
+/// any earlier segment's time); in the commit path its time outside the
+/// steps is the stage `GroupRest`.
 #[uretprobe]
 pub fn group_return(_ctx: RetProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
     let Some(open) = (unsafe { GROUP_OPEN.get(id) }).copied() else {
         return 0;
     };
+    if open.depth > 1 {
+        if let Some(o) = GROUP_OPEN.get_ptr_mut(id) {
+            unsafe { (*o).depth -= 1 };
+        }
+        return 0;
+    }
     let _ = GROUP_OPEN.remove(id);
     let (now, now_st) = now_stamped();
-    let whole = Split::between(open.ts, open.st, now, now_st);
+    let whole = Split::between(open.ts, open.st, now, now_st).plus(open.carry);
     bump(Counter::GroupCommits);
     add(Counter::GroupNs, whole.ns);
     record_kind(HistKind::GroupWait, whole.ns);
@@ -64,7 +130,7 @@ pub fn group_return(_ctx: RetProbeContext) -> u32 {
 #[uprobe]
 pub fn group_part_entry(_ctx: ProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
-    if unsafe { GROUP_OPEN.get(id) }.is_none() {
+    if !unsafe { GROUP_OPEN.get(id) }.is_some_and(|o| o.depth > 0) {
         return 0;
     }
     let (ts, st) = now_stamped();
@@ -76,10 +142,15 @@ pub fn group_part_entry(_ctx: ProbeContext) -> u32 {
 
 #[inline(always)]
 fn part_return(stage: CommitStage, ns: Counter) -> u32 {
-    let Some(id) = is_target() else { return 0 };
-    let Some(start) = (unsafe { GROUP_PART.get(id) }).copied() else {
-        return 0;
-    };
+    let _ = part_return_counted(stage, ns);
+    0
+}
+
+/// A step's return; Some when it was timed.
+#[inline(always)]
+fn part_return_counted(stage: CommitStage, ns: Counter) -> Option<()> {
+    let id = is_target()?;
+    let start = (unsafe { GROUP_PART.get(id) }).copied()?;
     let _ = GROUP_PART.remove(id);
     let (now, now_st) = now_stamped();
     let t = Split::between(start.ts, start.st, now, now_st);
@@ -88,7 +159,7 @@ fn part_return(stage: CommitStage, ns: Counter) -> u32 {
         unsafe { (*open).inner = (*open).inner.plus(t) };
     }
     cp_add(id, stage, t);
-    0
+    Some(())
 }
 
 #[uretprobe]
@@ -101,7 +172,17 @@ pub fn group_send_return(_ctx: RetProbeContext) -> u32 {
     part_return(CommitStage::GroupSend, Counter::GroupSendNs)
 }
 
+/// The consensus step's return, counted with its outcome: a non-zero
+/// return is a failed step (Galera's `certify`: a failed certification
+/// or a brute-force abort; Group Replication's ticket wait: an error).
 #[uretprobe]
-pub fn group_consensus_return(_ctx: RetProbeContext) -> u32 {
-    part_return(CommitStage::GroupConsensus, Counter::GroupConsensusNs)
+pub fn group_consensus_return(ctx: RetProbeContext) -> u32 {
+    if part_return_counted(CommitStage::GroupConsensus, Counter::GroupConsensusNs).is_some() {
+        bump(Counter::GroupConsensusCalls);
+        let ret: i32 = ctx.ret();
+        if ret != 0 {
+            bump(Counter::GroupConsensusFailed);
+        }
+    }
+    0
 }

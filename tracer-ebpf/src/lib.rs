@@ -154,10 +154,15 @@ pub enum Counter {
     GroupFlowNs = 58,
     GroupSendNs = 59,
     GroupConsensusNs = 60,
+    /// Calls of the consensus step inside the hook (Galera's `certify`:
+    /// one per write set replicated), and those that returned non-zero
+    /// (a failed certification, a brute-force abort).
+    GroupConsensusCalls = 61,
+    GroupConsensusFailed = 62,
 }
 
 /// Number of `Counter` slots.
-pub const COUNTERS: u32 = 61;
+pub const COUNTERS: u32 = 63;
 
 /// Why a binlog group closed: what ended its leader's wait for more
 /// commits (MySQL's `binlog_group_commit_sync_delay` and
@@ -340,6 +345,14 @@ pub struct GroupOpen {
     pub ts: u64,
     pub st: Stamp,
     pub inner: Split,
+    /// The time of the hook's earlier segments (Galera's
+    /// `before_prepare`, returned before `before_commit` began, where
+    /// the commit has two phases), carried to its final return.
+    pub carry: Split,
+    /// Hook calls open on the thread (a segment called inside the final
+    /// hook nests: one commit has one phase); 0 between segments.
+    pub depth: u32,
+    pub _pad: u32,
 }
 
 /// An open wait for a replica's acknowledgement, keyed by thread in
@@ -1063,6 +1076,10 @@ pub mod programs {
     pub const GROUP_ENTRY: &str = "group_entry";
     pub const GROUP_RETURN: &str = "group_return";
     pub const GROUP_PART_ENTRY: &str = "group_part_entry";
+    /// A hook's earlier segment (Galera's `before_prepare`): its entry
+    /// starts a commit's hook afresh, its return carries its time on.
+    pub const GROUP_FIRST_ENTRY: &str = "group_first_entry";
+    pub const GROUP_SEGMENT_RETURN: &str = "group_segment_return";
     pub const GROUP_FLOW_RETURN: &str = "group_flow_return";
     pub const GROUP_SEND_RETURN: &str = "group_send_return";
     pub const GROUP_CONSENSUS_RETURN: &str = "group_consensus_return";
@@ -1079,6 +1096,7 @@ pub mod programs {
     /// flush's own fdatasync may not have begun yet.
     pub const CALL_OPENERS: &[&str] = &[
         COMMIT_ENTRY,
+        GROUP_FIRST_ENTRY,
         GROUP_ENTRY,
         GROUP_PART_ENTRY,
         ACK_SYNC_ENTRY,

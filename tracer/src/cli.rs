@@ -192,12 +192,18 @@ pub struct ServerArgs {
     /// Run the workload without probes (no root needed).
     #[arg(long)]
     pub no_trace: bool,
-    /// A managed replica of the managed server, from the same binary: async, semi-sync (each commit group waits for its acknowledgement), or group (a single-primary Group Replication group the managed server founds and leads).
+    /// A managed replica of the managed server, from the same binary: async, semi-sync (each commit group waits for its acknowledgement), group (a single-primary Group Replication group the managed server founds and leads: MySQL), or galera (a Galera cluster the managed server founds, the other nodes joining by state transfer: MariaDB).
     #[arg(long, value_enum, value_name = "MODE")]
     pub replica: Option<crate::server::replica::Mode>,
-    /// With --replica group: the group's members, the managed primary included (1 to 5) [default: 3].
+    /// With --replica group or galera: the group's members, the managed primary included (1 to 5) [default: 3].
     #[arg(long, value_name = "N")]
     pub group_members: Option<u32>,
+    /// With --replica group or galera: the last member slowed, to show flow control in the commit path: one applier thread, and its process let run PERCENT % of each 100 ms, as a CPU quota would (1 to 99).
+    #[arg(long, value_name = "PERCENT")]
+    pub slow_member: Option<u32>,
+    /// With --replica galera: the nodes the clients write on, spread evenly, the first included (1 to --group-members) [default: 1]; writers on several nodes conflict in certification.
+    #[arg(long, value_name = "N")]
+    pub write_nodes: Option<u32>,
     /// With --replica semi-sync: where the source waits for the replica's acknowledgement [default: after-sync].
     #[arg(long, value_enum, value_name = "POINT")]
     pub semi_sync_wait: Option<crate::probes::plan::WaitPoint>,

@@ -118,10 +118,12 @@ pub enum Error {
     #[error("--replica: {detail}; check the server's plugin dir and --server-option values (--keep keeps both temp dirs and their error.log)")]
     Replica { detail: String },
 
-    /// `--replica group`: a member that did not start or join, with its
-    /// own error.
-    #[error("--replica group: {detail} (--keep keeps the members' temp dirs and their error.log)")]
-    Group { detail: String },
+    /// `--replica group` (`galera`): a member that did not start or
+    /// join, with its own error.
+    #[error(
+        "--replica {mode}: {detail} (--keep keeps the members' temp dirs and their error.log)"
+    )]
+    Group { mode: &'static str, detail: String },
 
     #[error("invalid --server-option {0}")]
     BadServerOption(String),

@@ -4,7 +4,8 @@
 //! and where that went: flow control, the send, the wait for consensus
 //! and certification, the rest. Counted on every commit (exact tier),
 //! with or without `--commit-path`.
-use tracer_ebpf::{Counter, HistKind};
+use readers::family::commit::StageName;
+use tracer_ebpf::{CommitStage, Counter, HistKind};
 
 use crate::{
     deltas::{counter_since, hist_since, ratio},
@@ -14,6 +15,12 @@ use crate::{
 /// The group's part of the commits between two reads.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct GroupWaits {
+    /// What its family calls the group (`group`, `cluster`): its key.
+    #[serde(skip)]
+    pub word: &'static str,
+    /// The family's commit-path stages: the steps' names.
+    #[serde(skip)]
+    pub names: &'static [StageName],
     /// Commits that went through the group's hook.
     pub commits: u64,
     /// Their time in it, per commit, µs.
@@ -30,10 +37,70 @@ pub struct GroupWaits {
     pub total_us: u64,
     pub flow_control_total_us: u64,
     pub consensus_total_us: u64,
+    /// Calls of the consensus step (Galera's `certify`: one per write
+    /// set replicated), and those that failed (a failed certification,
+    /// a brute-force abort).
+    pub consensus_calls: u64,
+    pub consensus_failed: u64,
 }
 
 impl GroupWaits {
-    pub fn between(prev: &Snapshot, cur: &Snapshot) -> Self {
+    /// The steps the family names, each with its time per commit, µs
+    /// (the hook's rest last), for the summary's line.
+    pub fn steps(&self) -> Vec<(&'static str, Option<f64>)> {
+        let us = |slot| match slot {
+            CommitStage::GroupFlowControl => Some(self.flow_control_us),
+            CommitStage::GroupSend => Some(self.send_us),
+            CommitStage::GroupConsensus => Some(self.consensus_us),
+            CommitStage::GroupRest => Some(self.rest_us),
+            _ => None,
+        };
+        // In the family's path order; "group: flow control" -> "flow
+        // control".
+        self.names
+            .iter()
+            .filter_map(|n| {
+                Some((
+                    n.name.split_once(": ").map_or(n.name, |(_, b)| b),
+                    us(n.slot)?,
+                ))
+            })
+            .collect()
+    }
+}
+
+/// A summary block a family names (`group`, `cluster`): its JSON key.
+pub trait Worded {
+    fn word(&self) -> &'static str;
+}
+
+impl Worded for GroupWaits {
+    fn word(&self) -> &'static str {
+        self.word
+    }
+}
+
+/// Serializes a block under its family's word (`"cluster": {..}`),
+/// flattened into the object that holds it.
+pub fn under_its_word<T: Worded + serde::Serialize, S: serde::Serializer>(
+    g: &Option<T>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(1))?;
+    if let Some(g) = g {
+        m.serialize_entry(g.word(), g)?;
+    }
+    m.end()
+}
+
+impl GroupWaits {
+    pub fn between(
+        prev: &Snapshot,
+        cur: &Snapshot,
+        word: &'static str,
+        names: &'static [StageName],
+    ) -> Self {
         let d = |c| counter_since(prev, cur, c);
         let commits = d(Counter::GroupCommits);
         let ns = d(Counter::GroupNs);
@@ -45,6 +112,8 @@ impl GroupWaits {
         let per = |v: u64| ratio(v, commits).map(|x| x / 1000.0);
         let h = hist_since(prev, cur, HistKind::GroupWait);
         GroupWaits {
+            word,
+            names,
             commits,
             mean_us: per(ns),
             p50_us: h.quantile_us(0.50),
@@ -56,6 +125,8 @@ impl GroupWaits {
             total_us: ns / 1000,
             flow_control_total_us: flow / 1000,
             consensus_total_us: cons / 1000,
+            consensus_calls: d(Counter::GroupConsensusCalls),
+            consensus_failed: d(Counter::GroupConsensusFailed),
         }
     }
 }
@@ -73,7 +144,7 @@ mod tests {
         set(&mut s, Counter::GroupFlowNs, 400_000);
         set(&mut s, Counter::GroupSendNs, 1_600_000);
         set(&mut s, Counter::GroupConsensusNs, 36_000_000);
-        let g = GroupWaits::between(&Snapshot::default(), &s);
+        let g = GroupWaits::between(&Snapshot::default(), &s, "group", &[]);
         assert_eq!(g.commits, 4);
         assert_eq!(g.mean_us, Some(10_000.0));
         assert_eq!(g.flow_control_us, Some(100.0));
@@ -82,7 +153,7 @@ mod tests {
         assert_eq!(g.rest_us, Some(500.0));
         assert_eq!((g.total_us, g.consensus_total_us), (40_000, 36_000));
         // No commit: no means.
-        let none = GroupWaits::between(&s, &s);
+        let none = GroupWaits::between(&s, &s, "group", &[]);
         assert_eq!((none.commits, none.mean_us), (0, None));
     }
 }

@@ -179,8 +179,13 @@ pub struct Interval {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replication: Option<crate::replication::AckWaits>,
     /// A replication group's part of the commits, where its hook is
-    /// probed and commits went through it (`trace.group`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// probed and commits went through it (`trace.group`; a cluster's,
+    /// `trace.cluster`: under its family's word).
+    #[serde(
+        flatten,
+        serialize_with = "crate::group::under_its_word",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub group: Option<crate::group::GroupWaits>,
     /// The server's threads over the interval, from /proc with no probe:
     /// time on a CPU and time runnable but waiting for one, ms (None
@@ -327,8 +332,10 @@ pub struct Columns {
     /// replica), and the family's hooks (their names).
     pub ack: crate::replication::AckAt,
     pub ack_hooks: &'static AckHooks,
-    /// A replication group's hook is probed.
-    pub group: bool,
+    /// A replication group's hook is probed: what the family calls its
+    /// group (`group`, `cluster`: the summary's word and JSON key), and
+    /// its stages' names.
+    pub group: Option<(&'static str, &'static [StageName])>,
 }
 
 impl Columns {
@@ -352,7 +359,7 @@ impl Columns {
                 commit_stages: None,
                 ack: Default::default(),
                 ack_hooks,
-                group: false,
+                group: None,
             },
             WriteProbe::ServerLayer { .. } => Columns {
                 requests: Source::AllCalls,
@@ -371,7 +378,7 @@ impl Columns {
                 commit_stages: None,
                 ack: Default::default(),
                 ack_hooks,
-                group: false,
+                group: None,
             },
         }
     }
@@ -410,7 +417,11 @@ impl Columns {
         c.ack = probes.ack;
         c.ack_hooks = &family.ack;
         // Light: in its exact windows only.
-        c.group = probes.group.is_some() && c.per_commit;
+        c.group = family
+            .group
+            .as_ref()
+            .map(|g| (g.word, family.stages))
+            .filter(|_| probes.group.is_some() && c.per_commit);
         c
     }
 }
@@ -638,7 +649,7 @@ impl Interval {
                 .filter(|a| a.waits > 0),
             group: cols
                 .group
-                .then(|| crate::group::GroupWaits::between(prev, cur))
+                .map(|(word, names)| crate::group::GroupWaits::between(prev, cur, word, names))
                 .filter(|g| g.commits > 0),
             server_cpu_ms: threads.map(|t| t.cpu_ms()),
             server_runq_ms: threads.map(|t| t.runq_ms()),

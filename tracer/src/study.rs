@@ -315,6 +315,7 @@ async fn one_pass(
                     total_rows: None,
                     warmup,
                     tpcc: None,
+                    spread: Vec::new(),
                 },
                 interval,
                 duration: Some(duration),

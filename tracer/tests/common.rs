@@ -856,3 +856,139 @@ pub fn both_servers(wd: &Path) -> (u32, u32) {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// A run the test started, interrupted (as a user's Ctrl-C would: it
+/// stops every server it started) if the test fails while it still runs.
+pub struct Running(pub Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(self.0.id() as i32, libc::SIGINT) };
+            let _ = wait_exit(
+                &mut self.0,
+                Duration::from_secs(120),
+                "the run did not stop",
+            );
+        }
+    }
+}
+
+/// The stages of a summary's commit path.
+pub fn cp_stages(s: &Value) -> &Vec<Value> {
+    s["trace"]["commit_path"]["stages"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no commit path: {s}"))
+}
+
+/// The summary's check row of `counter`.
+pub fn check_of<'a>(s: &'a Value, counter: &str) -> &'a Value {
+    s["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["counter"] == counter)
+        .unwrap_or_else(|| panic!("no {counter} check: {s}"))
+}
+
+/// Waits until the ticks say the group is down to `tally` (`(group: 2
+/// of 3 members ONLINE)`) on a tick that still committed, within a
+/// minute; the lines read go into `out`.
+pub fn until_a_tick_with(
+    orx: &std::sync::mpsc::Receiver<String>,
+    tally: &str,
+    out: &mut Vec<String>,
+    err: &[String],
+) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no tick went on: {out:?}\n{err:?}"
+        );
+        let Ok(l) = orx.recv_timeout(Duration::from_millis(200)) else {
+            continue;
+        };
+        let on = l.contains(tally) && tick_tps(&l).is_some_and(|t| t > 0.0);
+        out.push(l);
+        if on {
+            return;
+        }
+    }
+}
+
+/// What a group's run says as it loses members, in its family's words.
+pub struct Losing<'a> {
+    /// The line that says every member takes part: "3 members ONLINE".
+    pub ready: &'a str,
+    /// The start of the line that says one left: "group member".
+    pub said: &'a str,
+    /// The ticks' tally once one is gone: "(group: 2 of 3 members ONLINE)".
+    pub tally: &'a str,
+    /// The line that ends the run without a quorum.
+    pub lost: &'a str,
+    /// The summary's line of the members that left.
+    pub left: &'a str,
+}
+
+/// A managed group of three (`mode_args` on `mysqld`): its third member
+/// killed mid-run, said within 30 s and the group committing on with
+/// two; then its second killed: the run says the group lost its quorum
+/// within a minute, exits non-zero, names the members that left, and
+/// leaves nothing. Returns the workdir (gone) for more checks.
+pub fn kill_two_of_three(mysqld: &Path, mode_args: &[&str], w: &Losing) -> tempfile::TempDir {
+    let wd = workdir();
+    let mut child = commitscope()
+        .arg("--mysqld")
+        .arg(mysqld)
+        .args(mode_args)
+        .args(["--threads", "4", "--duration", "120"])
+        .args(["--workdir", wd.path().to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let erx = lines_of(child.stderr.take().unwrap());
+    let orx = lines_of(child.stdout.take().unwrap());
+    let mut run = Running(child);
+    let mut err = wait_for(&erx, w.ready);
+    // Ticks first: the run is measuring.
+    let mut out = until_ticks(&orx, 2, &format!("{err:?}"));
+    let third = server_with_id(wd.path(), 3).expect("member 3's server");
+    // SAFETY: killing a member server found by its command line.
+    unsafe { libc::kill(third as i32, libc::SIGKILL) };
+    let killed_at = Instant::now();
+    err.extend(wait_for(&erx, w.said));
+    let said = killed_at.elapsed();
+    assert!(
+        said < Duration::from_secs(30),
+        "said after {said:?}: {err:?}"
+    );
+    // The group commits on with two: a tick that says so and has
+    // transactions (the lines queued before it are older ticks).
+    until_a_tick_with(&orx, w.tally, &mut out, &err);
+    let second = server_with_id(wd.path(), 2).expect("member 2's server");
+    // SAFETY: as above.
+    unsafe { libc::kill(second as i32, libc::SIGKILL) };
+    let t0 = Instant::now();
+    let (status, _) = wait_exit(
+        &mut run.0,
+        Duration::from_secs(90),
+        "commitscope did not end",
+    );
+    let ended = t0.elapsed();
+    err.extend(rest_of(&erx));
+    out.extend(rest_of(&orx));
+    let ctx = format!(
+        "{status} after {ended:?}\n{}\n{}",
+        out.join("\n"),
+        err.join("\n")
+    );
+    assert!(!status.success(), "{ctx}");
+    assert!(err.iter().any(|l| l.contains(w.lost)), "{ctx}");
+    assert!(ended < Duration::from_secs(60), "{ctx}");
+    assert!(out.iter().any(|l| l.contains(w.left)), "{ctx}");
+    assert_clean(wd.path());
+    wd
+}

@@ -7,60 +7,9 @@
 mod common;
 mod exporter_kit;
 
-use std::{
-    path::Path,
-    process::Stdio,
-    time::{Duration, Instant},
-};
+use std::time::Duration;
 
 use common::*;
-use serde_json::Value;
-
-/// The managed members' server pids by their server id, from their
-/// command lines (`--server-id=N`) under `workdir`.
-fn member_pid(workdir: &Path, server_id: u32) -> Option<u32> {
-    let want = format!("--server-id={server_id}");
-    servers_under(workdir).into_iter().find(|pid| {
-        std::fs::read(format!("/proc/{pid}/cmdline"))
-            .map(|c| c.split(|b| *b == 0).any(|a| a == want.as_bytes()))
-            .unwrap_or(false)
-    })
-}
-
-/// A run the test started, interrupted (as a user's Ctrl-C would: it
-/// stops every member) if the test fails while it still runs.
-struct Running(std::process::Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            // SAFETY: signalling our own child.
-            unsafe { libc::kill(self.0.id() as i32, libc::SIGINT) };
-            let _ = wait_exit(
-                &mut self.0,
-                Duration::from_secs(120),
-                "the run did not stop",
-            );
-        }
-    }
-}
-
-/// The group stages of a summary's commit path, and the checks' row of
-/// `counter`.
-fn stages(s: &Value) -> &Vec<Value> {
-    s["trace"]["commit_path"]["stages"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no commit path: {s}"))
-}
-
-fn check<'a>(s: &'a Value, counter: &str) -> &'a Value {
-    s["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["counter"] == counter)
-        .unwrap_or_else(|| panic!("no {counter} check: {s}"))
-}
 
 /// The issue's bar on a clean group of three: exit 0, the members said
 /// ONLINE, the group's stages in the commit path, the commits through
@@ -85,7 +34,7 @@ fn stock_mysql_commits_through_a_managed_group_of_three_stage_by_stage() {
     );
     let ctx = format!("{s}\n{err}");
     assert!(err.contains("3 members ONLINE"), "{ctx}");
-    let names: Vec<&str> = stages(&s)
+    let names: Vec<&str> = cp_stages(&s)
         .iter()
         .map(|x| x["stage"].as_str().unwrap())
         .collect();
@@ -96,15 +45,15 @@ fn stock_mysql_commits_through_a_managed_group_of_three_stage_by_stage() {
     ] {
         assert!(names.contains(&want), "{want}: {names:?}\n{ctx}");
     }
-    let sum: f64 = stages(&s).iter().map(|x| f(&x["share"])).sum();
+    let sum: f64 = cp_stages(&s).iter().map(|x| f(&x["share"])).sum();
     assert!((sum - 1.0).abs() < 1e-6, "shares sum to {sum}: {ctx}");
-    let rest = stages(&s)
+    let rest = cp_stages(&s)
         .iter()
         .find(|x| x["stage"] == "unattributed")
         .unwrap();
     assert!(f(&rest["share"]) <= 0.2, "unattributed: {ctx}");
     // Through the group: ours against the primary's member stats.
-    let proposed = check(&s, "COUNT_TRANSACTIONS_LOCAL_PROPOSED");
+    let proposed = check_of(&s, "COUNT_TRANSACTIONS_LOCAL_PROPOSED");
     assert!(u(&proposed["server"]) > 500, "{ctx}");
     assert!(f(&proposed["diff_pct"]).abs() <= 1.0, "{ctx}");
     // The group block: commits, their wait, consensus the largest part.
@@ -133,80 +82,17 @@ fn a_group_goes_on_without_one_secondary_and_stops_without_its_majority() {
     let Some(_lane) = root_shared() else {
         return;
     };
-    let wd = workdir();
-    let mut child = commitscope()
-        .arg("--mysqld")
-        .arg(stock_mysqld())
-        .args(["--replica", "group", "--threads", "4", "--duration", "120"])
-        .args(["--workdir", wd.path().to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let erx = lines_of(child.stderr.take().unwrap());
-    let orx = lines_of(child.stdout.take().unwrap());
-    let mut run = Running(child);
-    let mut err = wait_for(&erx, "3 members ONLINE");
-    // Ticks first: the run is measuring.
-    let mut out = until_ticks(&orx, 2, &format!("{err:?}"));
-    let third = member_pid(wd.path(), 3).expect("member 3's server");
-    // SAFETY: killing a member server found by its command line.
-    unsafe { libc::kill(third as i32, libc::SIGKILL) };
-    let killed_at = Instant::now();
-    // Said once the primary sees it go (its failure detection: ~5 s).
-    err.extend(wait_for(&erx, "group member"));
-    let said = killed_at.elapsed();
-    assert!(
-        said < Duration::from_secs(30),
-        "said after {said:?}: {err:?}"
+    kill_two_of_three(
+        &stock_mysqld(),
+        &["--replica", "group"],
+        &Losing {
+            ready: "3 members ONLINE",
+            said: "group member",
+            tally: "(group: 2 of 3 members ONLINE)",
+            lost: "the group lost its majority",
+            left: "left ONLINE during the run",
+        },
     );
-    // The group commits on with two: a tick that says so and has
-    // transactions (the lines queued before it are older ticks).
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(
-            Instant::now() < deadline,
-            "no tick went on: {out:?}\n{err:?}"
-        );
-        let Ok(l) = orx.recv_timeout(Duration::from_millis(200)) else {
-            continue;
-        };
-        let on =
-            l.contains("(group: 2 of 3 members ONLINE)") && tick_tps(&l).is_some_and(|t| t > 0.0);
-        out.push(l);
-        if on {
-            break;
-        }
-    }
-    let second = member_pid(wd.path(), 2).expect("member 2's server");
-    // SAFETY: as above.
-    unsafe { libc::kill(second as i32, libc::SIGKILL) };
-    let t0 = Instant::now();
-    let (status, _) = wait_exit(
-        &mut run.0,
-        Duration::from_secs(90),
-        "commitscope did not end",
-    );
-    let ended = t0.elapsed();
-    err.extend(rest_of(&erx));
-    out.extend(rest_of(&orx));
-    let ctx = format!(
-        "{status} after {ended:?}\n{}\n{}",
-        out.join("\n"),
-        err.join("\n")
-    );
-    assert!(!status.success(), "{ctx}");
-    assert!(
-        err.iter()
-            .any(|l| l.contains("the group lost its majority")),
-        "{ctx}"
-    );
-    assert!(ended < Duration::from_secs(60), "{ctx}");
-    assert!(
-        out.iter().any(|l| l.contains("left ONLINE during the run")),
-        "{ctx}"
-    );
-    assert_clean(wd.path());
 }
 
 /// Bad input: a group from a MariaDB binary, and flags a group has no
@@ -324,7 +210,7 @@ fn trace_by_pid_times_a_group_the_tool_did_not_start() {
 /// beside the member's 944.
 #[test]
 fn the_exporter_sets_the_members_own_count_beside_its_window() {
-    use exporter_kit::{http_request, promtool_check, sample, Exporter};
+    use exporter_kit::{promtool_check, sample, Exporter};
     let Some(_lane) = root_shared() else {
         return;
     };
@@ -332,28 +218,8 @@ fn the_exporter_sets_the_members_own_count_beside_its_window() {
     let pid = server.pid().to_string();
     let mut e = Exporter::start(&["--pid", &pid, "--window", "3", "--window-every", "0"]);
     e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
-    let done = std::sync::atomic::AtomicBool::new(false);
-    let scrape = std::thread::scope(|s| {
-        s.spawn(|| {
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                server.drive_updates("cs_test", 8, 100);
-            }
-        });
-        let (a, _) = http_request(e.port, "POST", "/window", "*/*", None);
-        assert!(a.contains("202"), "{a}");
-        let asked = Instant::now();
-        let scrape = loop {
-            let m = e.metrics();
-            if m.contains("commitscope_window_group_server_commits{") {
-                break m;
-            }
-            if asked.elapsed() > Duration::from_secs(30) {
-                break format!("no window with the member's count: {m}");
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        };
-        done.store(true, std::sync::atomic::Ordering::Relaxed);
-        scrape
+    let scrape = e.window_scrape("commitscope_window_group_server_commits{", || {
+        server.drive_updates("cs_test", 8, 100);
     });
     let (code, said) = e.stop(libc::SIGTERM);
     assert_eq!(code, Some(0), "{said:#?}");

@@ -47,9 +47,21 @@ pub struct Config {
     pub warmup: Duration,
     /// Set for `--workload tpcc`.
     pub tpcc: Option<crate::tpcc::Settings>,
+    /// More servers the clients write on (a multi-primary cluster's other
+    /// nodes): client `w` connects to the `w % (1 + spread.len())`th of
+    /// `endpoint` and these. Empty: all on `endpoint`.
+    pub spread: Vec<Endpoint>,
 }
 
 impl Config {
+    /// Where client `w` connects.
+    pub fn endpoint_for(&self, w: usize) -> &Endpoint {
+        match w % (1 + self.spread.len()) {
+            0 => &self.endpoint,
+            k => &self.spread[k - 1],
+        }
+    }
+
     /// Connections the run opens at its peak besides the one that asks:
     /// the clients (or the TPC-C loaders, when more) and one for schema
     /// work beside them.
@@ -252,8 +264,8 @@ mod blocking {
 
     use super::*;
 
-    pub fn open(cfg: &Config) -> Result<(Conn, Statement)> {
-        let ep = &cfg.endpoint;
+    pub fn open(cfg: &Config, w: usize) -> Result<(Conn, Statement)> {
+        let ep = cfg.endpoint_for(w);
         let err = |e| conn::classify_blocking(ep, e);
         let mut c = Conn::new(conn::blocking_opts(ep, Some(&cfg.database))).map_err(err)?;
         if cfg.scenario == Scenario::Insert {
@@ -321,7 +333,7 @@ mod blocking {
                             break 'txns;
                         }
                         std::thread::sleep(Duration::from_millis(100));
-                        if let Ok((nc, ns)) = open(&cfg) {
+                        if let Ok((nc, ns)) = open(&cfg, w) {
                             (c, stmt) = (nc, ns);
                             break;
                         }
@@ -339,8 +351,8 @@ mod evloop {
 
     use super::*;
 
-    pub async fn open(cfg: &Config) -> Result<(Conn, Statement)> {
-        let ep = &cfg.endpoint;
+    pub async fn open(cfg: &Config, w: usize) -> Result<(Conn, Statement)> {
+        let ep = cfg.endpoint_for(w);
         let mut c = conn::connect(ep, Some(&cfg.database)).await?;
         if cfg.scenario == Scenario::Insert {
             c.query_drop("SET autocommit=0")
@@ -401,7 +413,7 @@ mod evloop {
                             break 'txns;
                         }
                         tokio::time::sleep(Duration::from_millis(100)).await;
-                        if let Ok((nc, ns)) = open(&cfg).await {
+                        if let Ok((nc, ns)) = open(&cfg, w).await {
                             (c, stmt) = (nc, ns);
                             break;
                         }
@@ -425,7 +437,7 @@ mod evloop {
         loop {
             while next < conns.len() && set.len() < CONNECTING {
                 let (c, i) = (cfg.clone(), next);
-                set.spawn(async move { (i, open(&c).await) });
+                set.spawn(async move { (i, open(&c, i).await) });
                 next += 1;
             }
             let Some(done) = set.join_next().await else {
@@ -533,7 +545,7 @@ impl Engine {
         match io {
             IoModel::Threads => {
                 let conns = (0..cfg.threads)
-                    .map(|_| blocking::open(&cfg))
+                    .map(|w| blocking::open(&cfg, w as usize))
                     .collect::<Result<Vec<_>>>()?;
                 for (w, c) in conns.into_iter().enumerate() {
                     let (cfg, shared) = (cfg.clone(), shared.clone());

@@ -62,6 +62,7 @@ pub fn config(args: &WorkloadArgs) -> Result<(Config, Duration, Option<Duration>
         total_rows: args.total_rows,
         warmup,
         tpcc: (args.workload == Scenario::Tpcc).then(|| args.tpcc.settings()),
+        spread: Vec::new(),
     };
     Ok((cfg, interval, duration))
 }

@@ -63,6 +63,10 @@ const APT: &[&str] = &[
     // The suite's linker: the ~30 test binaries (80 MB each) link in a
     // quarter of ld.bfd's CPU time (`suite::build`).
     "mold",
+    // `--replica galera` (issue 57): Galera's provider for Debian's
+    // mariadbd, and rsync, its nodes' state transfer.
+    "galera-4",
+    "rsync",
 ];
 
 /// The static binary's target (`cargo xtask dist`).

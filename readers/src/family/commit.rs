@@ -91,11 +91,21 @@ pub const MYSQL_STAGES: &[StageName] = {
     ]
 };
 
-/// MariaDB's stages, in path order: it flushes the redo in prepare,
-/// before the binlog's group.
+/// The Galera stage that holds a flow-control pause (the provider's
+/// replication waits there while the cluster is paused).
+pub const GALERA_CERTIFY: &str = "galera: replicate and certify";
+
+/// MariaDB's stages, in path order: a Galera node's commit replicates
+/// and certifies its write set (in wsrep's `before_prepare` where the
+/// commit has two phases, else in its `before_commit`) and waits for its
+/// turn in the cluster's commit order before it commits; it flushes the
+/// redo in prepare, before the binlog's group.
 pub const MARIADB_STAGES: &[StageName] = {
     use CommitStage as S;
     &[
+        st(S::GroupConsensus, GALERA_CERTIFY, "gl_cert"),
+        st(S::GroupSend, "galera: commit order", "gl_order"),
+        st(S::GroupRest, "galera: rest of before_commit", "gl_rest"),
         st(S::RedoLeaderWrite, "redo write (leader)", "redo_write"),
         st(S::RedoLeaderSync, "redo fsync (leader)", "redo_sync"),
         st(S::RedoFollowerWait, "redo wait (follower)", "redo_wait"),

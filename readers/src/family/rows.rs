@@ -68,7 +68,7 @@ pub static MARIADB: Family = Family {
     ack: commit::MARIADB_ACK,
     datadir: datadir::MARIADB_DATADIR,
     replication: replication::MARIADB_REPLICATION,
-    group: None,
+    group: Some(group::GALERA),
 };
 
 /// Every family's row.

@@ -372,6 +372,7 @@ impl Fleet {
                         server_acks: server.and_then(|c| c.acks),
                         group,
                         server_group_proposed: server.and_then(|c| c.group_proposed),
+                        server_group_failed: server.and_then(|c| c.group_failed),
                     });
                 }
                 Err(e) => eprintln!("commitscope: the exact window on {} is lost: {e}", s.name),

@@ -645,7 +645,7 @@ fn window_group(
     family(
         enc,
         "commitscope_window_group_commits",
-        "The last exact window's commits through a replication group's hook (Group Replication's before_commit), counted between the member's two reads of its own count when it has a login",
+        "The last exact window's commits through a replication group's hook (Group Replication's before_commit, Galera's wsrep before_commit), counted between the member's two reads of its own count when it has a login",
         None,
         g.iter()
             .map(|(v, x)| (labels(v), ConstGauge::new(x.commits as i64))),
@@ -671,7 +671,7 @@ fn window_group(
     family(
         enc,
         "commitscope_window_group_part",
-        "The last exact window's mean time per commit in each part of the group's hook: flow control, the send, consensus and certification, the rest",
+        "The last exact window's mean time per commit in each part of the group's hook: flow control, the send (Galera: the commit order), consensus and certification (Galera: replication and certification), the rest",
         Some(&Unit::Seconds),
         g.iter().flat_map(|(v, x)| {
             [
@@ -688,11 +688,32 @@ fn window_group(
     )?;
     family(
         enc,
+        "commitscope_window_group_consensus_calls",
+        "The last exact window's calls of the group's consensus step (Galera's certify: one per write set replicated), and those that returned an error (outcome=failed: a failed certification, a brute-force abort)",
+        None,
+        g.iter().flat_map(|(v, x)| {
+            [("all", x.consensus_calls), ("failed", x.consensus_failed)]
+                .into_iter()
+                .map(move |(k, n)| (with(&labels(v), "outcome", k), ConstGauge::new(n as i64)))
+        }),
+    )?;
+    family(
+        enc,
         "commitscope_window_group_server_commits",
-        "The member's own count of the transactions it proposed to its group over the last exact window (COUNT_TRANSACTIONS_LOCAL_PROPOSED), beside commitscope_window_group_commits",
+        "The member's own count of the transactions it proposed to its group over the last exact window (COUNT_TRANSACTIONS_LOCAL_PROPOSED; Galera: wsrep_replicated), beside commitscope_window_group_commits",
         None,
         w.iter().filter_map(|(v, f)| {
             let (counter, n) = f.server_group_proposed?;
+            Some((with(&labels(v), "counter", counter), ConstGauge::new(n as i64)))
+        }),
+    )?;
+    family(
+        enc,
+        "commitscope_window_group_server_failures",
+        "The member's own count of its failed certifications over the last exact window (Galera: wsrep_local_cert_failures), beside commitscope_window_group_consensus_calls{outcome=\"failed\"}",
+        None,
+        w.iter().filter_map(|(v, f)| {
+            let (counter, n) = f.server_group_failed?;
             Some((with(&labels(v), "counter", counter), ConstGauge::new(n as i64)))
         }),
     )

@@ -259,6 +259,9 @@ pub struct Figures {
     /// (`COUNT_TRANSACTIONS_LOCAL_PROPOSED`: the column, the count).
     pub group: Option<crate::group::GroupWaits>,
     pub server_group_proposed: Option<(&'static str, u64)>,
+    /// Its own count of failed consensus steps over the window, where it
+    /// keeps one (Galera's `wsrep_local_cert_failures`).
+    pub server_group_failed: Option<(&'static str, u64)>,
 }
 
 #[cfg(test)]
@@ -285,7 +288,7 @@ mod tests {
             commit_stages: None,
             ack: Default::default(),
             ack_hooks: &readers::family::MARIADB.ack,
-            group: false,
+            group: None,
         }
     }
 

@@ -545,7 +545,7 @@ impl Probes {
         if let Some(g) = group.as_ref().filter(|_| target.tier.per_commit()) {
             group::attach(&mut ebpf, g, pid, &mut Vec::new(), |kind, at| {
                 group_probes.push(AttachedProbe {
-                    role: "group",
+                    role: group_row.map_or("group", |r| r.word),
                     kind,
                     symbol: at.symbol.clone(),
                     file: g.library.clone(),

@@ -1,5 +1,6 @@
 //! A replication group's hook, in the plugin library the server has
-//! loaded: found in the process's memory map, so that any member is
+//! loaded (or, where the family calls its library through an interface
+//! of its own, in the server binary once the library is loaded): found in the process's memory map, so that any member is
 //! traced the same way, started by commitscope or not; and its probes
 //! (the hook's return before its entry, each step's return before the
 //! shared step entry: every hook opened has its steps in place).
@@ -10,7 +11,7 @@ use std::{
 
 use aya::{programs::uprobe::UProbeLinkId, Ebpf};
 use readers::{
-    family::group::GroupRow,
+    family::group::{GroupRow, ProbesIn},
     probes::{
         profiles,
         symbols::{Resolved, Resolver},
@@ -27,6 +28,9 @@ pub struct GroupPlan {
     /// The library as the server mapped it.
     pub library: PathBuf,
     pub hook: Resolved,
+    /// The hook's earlier segment, where the family has one and the
+    /// binary has it out of line.
+    pub first: Option<Resolved>,
     /// The steps found out of line; a missing one's time stays in the
     /// hook's rest.
     pub steps: Vec<(CommitStage, Resolved)>,
@@ -41,8 +45,13 @@ pub fn find(
     row: &GroupRow,
     debug_root: &Path,
 ) -> std::result::Result<Option<GroupPlan>, String> {
-    let Some(library) = crate::fds::mapped_library(pid, row.library) else {
+    let Some(loaded) = crate::fds::mapped_library(pid, row.library) else {
         return Ok(None);
+    };
+    let library = match row.probes_in {
+        ProbesIn::Library => loaded,
+        ProbesIn::Server => std::fs::read_link(format!("/proc/{pid}/exe"))
+            .map_err(|e| format!("cannot read the server's binary of pid {pid}: {e}"))?,
     };
     let r = Resolver::open(&library, debug_root).map_err(|e| e.to_string())?;
     let at = |names: &[&str]| r.resolve(names).filter(|x| x.out_of_line);
@@ -53,8 +62,14 @@ pub fn find(
             profiles::short_name(row.hook[0])
         )
     })?;
+    let first = (!row.hook_first.is_empty())
+        .then(|| at(row.hook_first))
+        .flatten();
     let mut steps = Vec::new();
     let mut missing = Vec::new();
+    if first.is_none() && !row.hook_first.is_empty() {
+        missing.push(profiles::short_name(row.hook_first[0]));
+    }
     for (stage, names) in row.steps {
         match at(names) {
             Some(x) => steps.push((*stage, x)),
@@ -64,6 +79,7 @@ pub fn find(
     Ok(Some(GroupPlan {
         library,
         hook,
+        first,
         steps,
         missing,
     }))
@@ -100,6 +116,10 @@ pub fn attach(
     };
     one(ebpf, prog::GROUP_RETURN, h)?;
     note("uretprobe", h);
+    if let Some(f) = &plan.first {
+        one(ebpf, prog::GROUP_SEGMENT_RETURN, f)?;
+        note("uretprobe", f);
+    }
     for (stage, at) in &plan.steps {
         let Some(ret) = step_return(*stage) else {
             continue;
@@ -108,6 +128,10 @@ pub fn attach(
         one(ebpf, prog::GROUP_PART_ENTRY, at)?;
         note("uretprobe", at);
         note("uprobe", at);
+    }
+    if let Some(f) = &plan.first {
+        one(ebpf, prog::GROUP_FIRST_ENTRY, f)?;
+        note("uprobe", f);
     }
     one(ebpf, prog::GROUP_ENTRY, h)?;
     note("uprobe", h);

@@ -157,8 +157,13 @@ pub struct RunSummary {
     /// `--replica`: the managed replica at the end.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replica: Option<crate::server::replica::ReplicaEnd>,
-    /// `--replica group`: the group's members at the end.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// `--replica group` (`galera`): the group's members at the end
+    /// (`group`, or the family's word: `cluster`).
+    #[serde(
+        flatten,
+        serialize_with = "crate::group::under_its_word",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub group: Option<crate::server::group::GroupEnd>,
 }
 

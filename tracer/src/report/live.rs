@@ -230,8 +230,11 @@ impl<W: Write> RunSink for Live<W> {
                 ""
             },
             match j.group_online {
-                Some(g) if g.online < g.size =>
-                    format!("  (group: {} of {} members ONLINE)", g.online, g.size),
+                Some(g) if g.online < g.size => format!(
+                    "  ({}: {})",
+                    g.words.group,
+                    g.words.tally(g.online as usize, g.size as usize)
+                ),
                 _ => String::new(),
             }
         );

@@ -4,11 +4,14 @@
 //! runs there); the others join it with the recovery account. What the
 //! family spells (options, statements, tables) is its row's
 //! [`GroupRow`]; the steps are here.
-use std::time::Duration;
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use mysql_async::prelude::Queryable;
 use readers::family::{
-    group::{GroupRow, MemberWire},
+    group::{GroupRow, Home, Join, MemberWire},
     replication::quote,
 };
 
@@ -34,7 +37,13 @@ const RECOVERY_USER: &str = "commitscope_gr";
 /// What a run asks of its group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GroupPlan {
+    /// `--replica group` or `galera`: the family row's `mode` it asks for.
+    pub mode: super::replica::Mode,
     pub members: u32,
+    /// The members the clients write on, the first included.
+    pub write_nodes: u32,
+    /// `--slow-member`: the last member's share of each 100 ms, %.
+    pub slow_member: Option<u32>,
 }
 
 /// Where every member listens, chosen before the first one starts (each
@@ -43,16 +52,22 @@ pub struct GroupPlan {
 pub struct Layout {
     pub sql_ports: Vec<u16>,
     pub group_ports: Vec<u16>,
+    /// Each member's state-transfer ports (the row's count of them).
+    pub transfer_ports: Vec<Vec<u16>>,
     pub group_name: String,
 }
 
 impl Layout {
-    pub fn new(members: u32) -> Result<Layout> {
+    /// Ports for `members` members, each with `transfer` state-transfer
+    /// ports besides its SQL and group ports.
+    pub fn new(members: u32, transfer: usize) -> Result<Layout> {
         let mut sql_ports = Vec::new();
         let mut group_ports = Vec::new();
+        let mut transfer_ports = Vec::new();
+        let per = 2 + transfer;
         // Held until all are picked: no two members get the same port.
         let mut held = Vec::new();
-        for _ in 0..members * 2 {
+        for _ in 0..members as usize * per {
             let l = std::net::TcpListener::bind(("127.0.0.1", 0))
                 .map_err(|e| Error::Runtime(format!("no free loopback port: {e}")))?;
             held.push(l);
@@ -62,16 +77,24 @@ impl Layout {
                 .local_addr()
                 .map_err(|e| Error::Runtime(format!("no free loopback port: {e}")))?
                 .port();
-            if i % 2 == 0 {
-                sql_ports.push(p);
-            } else {
-                group_ports.push(p);
+            match i % per {
+                0 => sql_ports.push(p),
+                1 => {
+                    group_ports.push(p);
+                    transfer_ports.push(Vec::new());
+                }
+                _ => {
+                    if let Some(t) = transfer_ports.last_mut() {
+                        t.push(p);
+                    }
+                }
             }
         }
         drop(held);
         Ok(Layout {
             sql_ports,
             group_ports,
+            transfer_ports,
             group_name: group_name(),
         })
     }
@@ -94,6 +117,7 @@ impl Layout {
             seeds: &self.seeds(),
             group_name: &self.group_name,
             plugin_dir,
+            transfer_ports: &self.transfer_ports[i],
         })
     }
 }
@@ -115,11 +139,103 @@ fn group_name() -> String {
     )
 }
 
-/// The plugin files a member needs in its own plugin dir.
+/// The plugin files a member needs in its own plugin dir (none where
+/// the library lives outside the install: all members load it there).
 pub fn plugin_files(row: &GroupRow) -> Vec<&'static str> {
+    if !matches!(row.home, Home::PluginDir) {
+        return Vec::new();
+    }
     let mut f = vec![row.library];
     f.extend(row.flow_component.map(|(_, file)| file));
     f
+}
+
+/// Where the group's library is for `binary`: its plugin dir, or the
+/// first of the row's dirs that has it.
+pub fn library_home(row: &GroupRow, binary: &super::locate::ServerBinary) -> Option<PathBuf> {
+    match row.home {
+        Home::PluginDir => binary.plugin_dir(row.library),
+        Home::Dirs(dirs) => [binary.basedir.as_path(), Path::new("/usr")]
+            .iter()
+            .flat_map(|base| dirs.iter().map(move |d| base.join(d)))
+            .find(|d| d.join(row.library).is_file()),
+    }
+}
+
+/// The family's group that `--replica mode` asks for; a usage error
+/// naming the family that has one where this family has none.
+pub fn row_for(
+    family: &'static readers::family::Family,
+    mode: super::replica::Mode,
+) -> Result<&'static GroupRow> {
+    if let Some(row) = family.group.as_ref().filter(|r| r.mode == mode.value()) {
+        return Ok(row);
+    }
+    let other = readers::family::FAMILIES.iter().find_map(|f| {
+        let r = f.group.as_ref().filter(|r| r.mode == mode.value())?;
+        Some(format!("{}'s {}", f.name, r.name))
+    });
+    Err(Error::Usage(format!(
+        "--replica {}: {} has no such group commitscope can start{}",
+        mode.value(),
+        family.name,
+        other.map_or(String::new(), |o| format!(
+            " (it is {o}): use a server of that family"
+        ))
+    )))
+}
+
+/// Refuses, in one line, a binary that cannot be a member: where the
+/// family calls its group through the server binary (Galera's wsrep),
+/// a build without that support (MariaDB built `-DWITH_WSREP=OFF`, as
+/// the symbols fixture is) has no hook.
+pub fn check_binary(row: &GroupRow, binary: &super::locate::ServerBinary) -> Result<()> {
+    if !matches!(row.probes_in, readers::family::group::ProbesIn::Server) {
+        return Ok(());
+    }
+    let has = readers::probes::symbols::Resolver::open(&binary.path, Path::new("/usr/lib/debug"))
+        .ok()
+        .and_then(|r| r.resolve(row.hook))
+        .is_some();
+    if has {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "--replica {}: {} has no {} support (no {}): use a build with it (Debian's mariadbd has it)",
+        row.mode,
+        binary.path.display(),
+        row.name,
+        readers::probes::profiles::short_name(row.hook[0])
+    )))
+}
+
+/// Why the group's library was not found, for its one line.
+pub fn no_library(row: &GroupRow, binary: &super::locate::ServerBinary) -> String {
+    match row.home {
+        Home::PluginDir => format!(
+            "the plugin {} is not in {}'s plugin dir (lib/mysql/plugin, lib/plugin)",
+            row.library,
+            binary.basedir.display()
+        ),
+        Home::Dirs(dirs) => format!(
+            "the provider {} is in none of {} under {} or /usr: install it (Debian: apt install galera-4; `cargo xtask setup` does)",
+            row.library,
+            dirs.join(", "),
+            binary.basedir.display()
+        ),
+    }
+}
+
+/// Where a member's options say its library is: its own copy of the
+/// plugin dir, or the shared home.
+pub fn member_library_dir(row: &GroupRow, m: &Managed, home: &Path) -> Result<String> {
+    Ok(match row.home {
+        Home::PluginDir => m
+            .private_plugins(home, &plugin_files(row))?
+            .display()
+            .to_string(),
+        Home::Dirs(_) => home.display().to_string(),
+    })
 }
 
 /// One member as the primary sees it.
@@ -152,6 +268,8 @@ pub struct Group {
     /// The flow-control component is installed (its counters are read
     /// with the status).
     pub flow_counters: bool,
+    /// `--slow-member`: the last member's throttle, and which member.
+    pub slow: Option<(super::throttle::Throttle, String)>,
 }
 
 /// A member's first error-log complaint, for a failure's one line.
@@ -159,8 +277,10 @@ fn member_error(m: &Managed) -> String {
     super::managed::log_errors(&std::fs::read_to_string(&m.log).unwrap_or_default())
 }
 
-fn sql_err(what: String) -> impl Fn(mysql_async::Error) -> Error {
+fn sql_err(row: &GroupRow, what: String) -> impl Fn(mysql_async::Error) -> Error {
+    let mode = row.mode;
     move |e| Error::Group {
+        mode,
         detail: format!("{what}: {e}"),
     }
 }
@@ -176,33 +296,40 @@ impl Group {
         layout: Layout,
         primary: &mut mysql_async::Conn,
         primary_server: &Managed,
-        plugin_dir: &std::path::Path,
+        home: &Path,
+        slow_member: Option<u32>,
     ) -> Result<Group> {
         let password = super::replica::password("gr");
         let mut flow_counters = false;
-        setup_member(primary, &password, "the primary").await?;
-        if let Some((urn, _)) = row.flow_component {
-            // Its counters are the server's own count of throttling;
-            // without it, the probes' time stands alone.
-            flow_counters = primary
-                .query_drop(format!("INSTALL COMPONENT {}", quote(urn)))
+        if let Join::Statement {
+            start,
+            bootstrap_on,
+            bootstrap_off,
+        } = &row.join
+        {
+            setup_member(row, primary, &password, "the primary").await?;
+            if let Some((urn, _)) = row.flow_component {
+                // Its counters are the server's own count of throttling;
+                // without it, the probes' time stands alone.
+                flow_counters = primary
+                    .query_drop(format!("INSTALL COMPONENT {}", quote(urn)))
+                    .await
+                    .is_ok();
+            }
+            primary
+                .query_drop(*bootstrap_on)
                 .await
-                .is_ok();
+                .map_err(sql_err(row, "founding the group".into()))?;
+            let started = primary.query_drop(start(RECOVERY_USER, &password)).await;
+            let _ = primary.query_drop(*bootstrap_off).await;
+            started.map_err(|e| Error::Group {
+                mode: row.mode,
+                detail: format!(
+                    "the primary did not start the group: {e}: {}",
+                    member_error(primary_server)
+                ),
+            })?;
         }
-        primary
-            .query_drop(row.bootstrap_on)
-            .await
-            .map_err(sql_err("founding the group".into()))?;
-        let started = primary
-            .query_drop((row.start)(RECOVERY_USER, &password))
-            .await;
-        let _ = primary.query_drop(row.bootstrap_off).await;
-        started.map_err(|e| Error::Group {
-            detail: format!(
-                "the primary did not start the group: {e}: {}",
-                member_error(primary_server)
-            ),
-        })?;
         let mut group = Group {
             members: Vec::new(),
             row,
@@ -210,6 +337,7 @@ impl Group {
             last: Vec::new(),
             lost: Vec::new(),
             flow_counters,
+            slow: None,
         };
         // Their datadirs in parallel: each init is seconds of one CPU.
         let n = layout.sql_ports.len();
@@ -225,9 +353,14 @@ impl Group {
             );
             c.options.clear();
             let mut m = Managed::new(c)?;
-            let own = m.private_plugins(plugin_dir, &plugin_files(row))?;
-            m.extra_args = layout.member_args(row, i, &own.display().to_string());
+            let own = member_library_dir(row, &m, home)?;
+            m.extra_args = layout.member_args(row, i, &own);
+            if slow_member.is_some() && i == n - 1 {
+                m.extra_args
+                    .extend(row.slow_applier.iter().map(|a| a.to_string()));
+            }
             m.listen_port = Some(layout.sql_ports[i]);
+            m.own_defaults_file()?;
             made.push(m);
         }
         // Each init in a task of its own, owning its member (dropped,
@@ -247,19 +380,30 @@ impl Group {
         }
         ready.sort_by_key(|(k, _)| *k);
         for (k, mut m) in ready {
-            let name = format!("member {} (127.0.0.1:{})", k + 2, layout.sql_ports[k + 1]);
+            let name = format!(
+                "{} {} (127.0.0.1:{})",
+                row.member_word,
+                k + 2,
+                layout.sql_ports[k + 1]
+            );
+            // A node that joins as it starts is up once its state
+            // transfer is done.
             m.start().await.map_err(|e| Error::Group {
+                mode: row.mode,
                 detail: format!("{name} did not start: {e}"),
             })?;
-            let ep = workload::conn::ConnArgs::resolve(&m.conn_args())?;
-            let mut c = workload::conn::connect(&ep, None).await?;
-            setup_member(&mut c, &password, &name).await?;
-            let joined = c.query_drop((row.start)(RECOVERY_USER, &password)).await;
-            let _ = c.disconnect().await;
-            if let Err(e) = joined {
-                return Err(Error::Group {
-                    detail: format!("{name} did not join: {e}: {}", member_error(&m)),
-                });
+            if let Join::Statement { start, .. } = &row.join {
+                let ep = workload::conn::ConnArgs::resolve(&m.conn_args())?;
+                let mut c = workload::conn::connect(&ep, None).await?;
+                setup_member(row, &mut c, &password, &name).await?;
+                let joined = c.query_drop(start(RECOVERY_USER, &password)).await;
+                let _ = c.disconnect().await;
+                if let Err(e) = joined {
+                    return Err(Error::Group {
+                        mode: row.mode,
+                        detail: format!("{name} did not join: {e}: {}", member_error(&m)),
+                    });
+                }
             }
             group.members.push(Member {
                 server: m,
@@ -267,6 +411,12 @@ impl Group {
             });
         }
         group.wait_online(primary).await?;
+        if let (Some(p), Some(m)) = (slow_member, group.members.last()) {
+            if let Some(pid) = m.server.pid() {
+                let t = super::throttle::Throttle::start(pid, p)?;
+                group.slow = Some((t, format!("127.0.0.1:{} runs {p} % of each 100 ms", m.port)));
+            }
+        }
         Ok(group)
     }
 
@@ -294,8 +444,10 @@ impl Group {
                     .map(|m| format!("127.0.0.1:{} ({})", m.port, member_error(&m.server)))
                     .collect();
                 return Err(Error::Group {
+                    mode: self.row.mode,
                     detail: format!(
-                        "{online} of {want} members ONLINE after {} s; not: {}",
+                        "{} after {} s; not: {}",
+                        Words::of(self.row).tally(online, want),
                         ONLINE_LIMIT.as_secs(),
                         stuck.join("; ")
                     ),
@@ -305,12 +457,37 @@ impl Group {
         }
     }
 
-    /// Every member as the primary sees it.
+    /// Every member as the primary sees it; where the family has no
+    /// view of its members, each member's own word (one that does not
+    /// answer is "unreachable").
     pub async fn states(&self, primary: &mut mysql_async::Conn) -> Result<Vec<MemberState>> {
+        let Some(members) = self.row.members else {
+            let own: Option<String> =
+                primary
+                    .query_first(self.row.own_state)
+                    .await
+                    .map_err(sql_err(
+                        self.row,
+                        format!("reading the {}'s state", self.row.word),
+                    ))?;
+            let mut all = vec![MemberState {
+                address: format!("127.0.0.1:{}", self.layout.sql_ports[0]),
+                state: own.unwrap_or_default(),
+                role: self.row.member_word.into(),
+            }];
+            for m in &self.members {
+                all.push(MemberState {
+                    address: format!("127.0.0.1:{}", m.port),
+                    state: own_state(self.row, &m.server).await,
+                    role: self.row.member_word.into(),
+                });
+            }
+            return Ok(all);
+        };
         let rows: Vec<MemberRow> = primary
-            .query(self.row.members)
+            .query(members)
             .await
-            .map_err(sql_err("reading the group's members".into()))?;
+            .map_err(sql_err(self.row, "reading the group's members".into()))?;
         Ok(rows
             .into_iter()
             .map(|(h, p, s, r)| MemberState {
@@ -334,51 +511,102 @@ impl Group {
                 .map_or("gone from the group", |m| m.state.as_str());
             if state != self.row.online && !self.lost.contains(&was.address) {
                 self.lost.push(was.address.clone());
-                said.push(format!("group member {} is {state}", was.address));
+                said.push(format!(
+                    "{} {} {} is {state}",
+                    self.row.word, self.row.member_word, was.address
+                ));
             }
         }
         let size = self.layout.sql_ports.len();
         let online = now.iter().filter(|m| m.state == self.row.online).count();
         // A member that left cleanly shrinks the group; one that is
-        // UNREACHABLE still counts against its majority.
+        // UNREACHABLE still counts against its majority. Where the family
+        // says it, the primary's own word decides (Galera's Primary
+        // component).
         let counted = now.len().max(1);
+        let majority = match self.row.quorum {
+            Some(q) => {
+                primary.query_first::<u64, _>(q).await.map_err(sql_err(
+                    self.row,
+                    format!("reading the {}'s quorum", self.row.word),
+                ))? == Some(1)
+            }
+            None => online * 2 > counted,
+        };
         self.last = now;
         Ok(Look {
             said,
             online,
             size,
-            majority: online * 2 > counted,
+            majority,
         })
     }
 
-    /// For the header: "group of 3 (single-primary, Group Replication)".
+    /// For the header: "group of 3 (single-primary Group Replication)",
+    /// "cluster of 3 (Galera)".
     pub fn describe(&self) -> String {
+        let how = match self.row.join {
+            Join::Statement { .. } => "single-primary ",
+            Join::AtStart => "",
+        };
         format!(
-            "group of {} (single-primary {})",
+            "{} of {} ({how}{})",
+            self.row.word,
             self.layout.sql_ports.len(),
             self.row.name
         )
     }
 
+    /// Where the clients besides the first member's write: the next
+    /// `writers - 1` members.
+    pub fn writers(&self, writers: u32) -> Result<Vec<workload::conn::Endpoint>> {
+        self.members
+            .iter()
+            .take(writers.saturating_sub(1) as usize)
+            .map(|m| Ok(workload::conn::ConnArgs::resolve(&m.server.conn_args())?))
+            .collect()
+    }
+
+    /// What the family calls its group, members and their state.
+    pub fn words(&self) -> Words {
+        Words::of(self.row)
+    }
+
     /// The members at the end, for the summary, with the primary's
-    /// counters over the window `before..after`.
-    pub fn end(&self, before: &Status, after: &Status) -> GroupEnd {
+    /// counters over the window `before..after`, `window_s` long.
+    pub fn end(&self, before: &Status, after: &Status, window_s: f64) -> GroupEnd {
         let d = |name: &str| Some(moved(*after.0.get(name)?, *before.0.get(name)?));
-        let (count, time) = self.row.throttle_counters;
+        let c = &self.row.counters;
+        let throttle_ns = d(c.throttle_time).map(|t| t.saturating_mul(c.time_unit_ns));
         GroupEnd {
             name: self.row.name,
+            word: self.row.word,
             size: self.layout.sql_ports.len(),
             online: self
                 .last
                 .iter()
                 .filter(|m| m.state == self.row.online)
                 .count(),
+            online_word: self.row.online,
+            member_word: self.row.member_word,
             members: self.last.clone(),
             lost: self.lost.clone(),
-            throttled: d(count),
-            throttle_us: d(time),
-            conflicts: d(self.row.conflicts),
-            rollbacks: d(self.row.rollbacks),
+            throttled: d(c.throttled),
+            throttled_word: c.throttled_word,
+            throttle_us: throttle_ns.map(|ns| ns / 1000),
+            paused_share: throttle_ns
+                .filter(|_| window_s > 0.0)
+                .map(|ns| ns as f64 / 1e9 / window_s),
+            pauses_sent: c.pauses_sent.and_then(d),
+            pause_inside: self.row.pause_inside,
+            conflicts: d(c.conflicts),
+            conflicts_word: c.conflicts_word,
+            rollbacks: d(c.rollbacks),
+            rollbacks_word: c.rollbacks_word,
+            send_queue: c
+                .send_queue_milli
+                .and_then(|n| after.0.get(n))
+                .map(|m| *m as f64 / 1000.0),
         }
     }
 
@@ -396,6 +624,38 @@ impl Group {
 pub struct Online {
     pub online: u32,
     pub size: u32,
+    /// The family's words: its group, a member, the state that counts.
+    #[serde(skip)]
+    pub words: Words,
+}
+
+/// What a family calls its group, a member and the state of one that
+/// takes part: `group`, `member`, `ONLINE`; `cluster`, `node`, `Synced`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Words {
+    pub group: &'static str,
+    pub member: &'static str,
+    pub online: &'static str,
+}
+
+impl Words {
+    pub fn of(row: &GroupRow) -> Words {
+        Words {
+            group: row.word,
+            member: row.member_word,
+            online: row.online,
+        }
+    }
+
+    /// "3 members ONLINE", "3 nodes Synced".
+    pub fn count(&self, online: usize) -> String {
+        format!("{online} {}s {}", self.member, self.online)
+    }
+
+    /// "2 of 3 members ONLINE", "3 of 3 nodes Synced".
+    pub fn tally(&self, online: usize, size: usize) -> String {
+        format!("{online} of {}", self.count(size))
+    }
 }
 
 /// What a look at the members found.
@@ -407,35 +667,91 @@ pub struct Look {
     pub majority: bool,
 }
 
-/// The group at the end of a run, for the summary (`group` in `--json`).
+/// The group at the end of a run, for the summary (`group` in `--json`,
+/// or the family's word: `cluster`).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct GroupEnd {
     pub name: &'static str,
+    #[serde(skip)]
+    pub word: &'static str,
     pub size: usize,
     pub members: Vec<MemberState>,
-    /// Members ONLINE at the end.
+    /// Members ONLINE (Galera: Synced) at the end, and that state's name.
     pub online: usize,
+    #[serde(skip)]
+    pub online_word: &'static str,
+    #[serde(skip)]
+    pub member_word: &'static str,
     /// Members that left ONLINE during the run.
     pub lost: Vec<String>,
-    /// Flow control's throttled commits and their time over the window,
-    /// µs (its component's counters; None without it).
+    /// Flow control over the window: how often it held the member's
+    /// commits (Group Replication: throttled commits, with its
+    /// component; Galera: pause messages received), their time, µs, and
+    /// its share of the window; the pauses this member asked for.
     pub throttled: Option<u64>,
+    #[serde(skip)]
+    pub throttled_word: &'static str,
     pub throttle_us: Option<u64>,
-    /// Certification conflicts and the member's rolled-back transactions
-    /// over the window (its member stats).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused_share: Option<f64>,
+    /// The commit-path stage the pause is inside (Galera's replicate and
+    /// certify), where the probes cannot time it apart.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pause_inside: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pauses_sent: Option<u64>,
+    /// Conflicts (certification failures) and the member's rolled-back
+    /// transactions (Galera: brute-force aborts) over the window.
     pub conflicts: Option<u64>,
+    #[serde(skip)]
+    pub conflicts_word: &'static str,
     pub rollbacks: Option<u64>,
+    #[serde(skip)]
+    pub rollbacks_word: &'static str,
+    /// The send queue's mean length (Galera).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_queue: Option<f64>,
+}
+
+impl crate::group::Worded for GroupEnd {
+    fn word(&self) -> &'static str {
+        self.word
+    }
+}
+
+/// A member's own word on its state, on its socket, within a second
+/// (one that does not answer is "unreachable").
+async fn own_state(row: &GroupRow, m: &Managed) -> String {
+    let ask = async {
+        let ep = workload::conn::ConnArgs::resolve(&m.conn_args()).ok()?;
+        let mut c = workload::conn::connect(&ep, None).await.ok()?;
+        let s: Option<String> = c.query_first(row.own_state).await.ok()?;
+        let _ = c.disconnect().await;
+        s
+    };
+    tokio::time::timeout(Duration::from_secs(1), ask)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| "unreachable".into())
 }
 
 /// The member's account for recovery (not binlogged: each member has its
 /// own), and its grant.
-async fn setup_member(c: &mut mysql_async::Conn, password: &str, name: &str) -> Result<()> {
-    let err = sql_err(format!("setting up {name}"));
+async fn setup_member(
+    row: &GroupRow,
+    c: &mut mysql_async::Conn,
+    password: &str,
+    name: &str,
+) -> Result<()> {
+    let err = sql_err(row, format!("setting up {name}"));
     super::replica::replication_account(c, RECOVERY_USER, password, |_, e| err(e)).await
 }
 
 impl Drop for Group {
     fn drop(&mut self) {
+        // A stopped member hears no SIGTERM: let it run first.
+        self.slow = None;
         // Every member told to stop first, then each waited for: their
         // shutdowns overlap.
         for m in &self.members {
@@ -457,7 +773,7 @@ mod tests {
 
     #[test]
     fn each_member_gets_its_own_ports_and_every_seed() {
-        let l = Layout::new(3).unwrap();
+        let l = Layout::new(3, 0).unwrap();
         let mut all: Vec<u16> = l.sql_ports.iter().chain(&l.group_ports).copied().collect();
         all.sort();
         all.dedup();

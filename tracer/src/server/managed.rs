@@ -216,6 +216,10 @@ pub struct Managed {
     /// Listen on this loopback port too (a replica connects over TCP);
     /// None: the socket alone (`--skip-networking`).
     pub listen_port: Option<u16>,
+    /// Started with this defaults file instead of `--no-defaults`: a
+    /// cluster node's state-transfer scripts read their server's options
+    /// from it, never from `/etc/mysql` (see [`Managed::own_defaults_file`]).
+    defaults_file: Option<PathBuf>,
     /// Where the error log stood when the server last started: its
     /// startup lines begin there.
     started_at: u64,
@@ -322,6 +326,7 @@ impl Managed {
             stop_asked: None,
             extra_args: Vec::new(),
             listen_port: None,
+            defaults_file: None,
             started_at: 0,
             dir: wd,
             cfg,
@@ -617,13 +622,36 @@ impl Managed {
         Ok(a)
     }
 
+    /// Gives the server a defaults file of its own in its dir, with its
+    /// datadir and socket, and starts it with that file from then on: a
+    /// Galera node's state-transfer scripts read their server's options
+    /// from its defaults file (and from the system's, were there none).
+    pub fn own_defaults_file(&mut self) -> Result<()> {
+        let path = self.dir.path.join("my.cnf");
+        let text = format!(
+            "[mysqld]\ndatadir={}\nsocket={}\n",
+            self.data.display(),
+            self.socket.display()
+        );
+        fs::write(&path, text).map_err(|source| Error::Workdir {
+            path: path.clone(),
+            source,
+        })?;
+        self.defaults_file = Some(path);
+        Ok(())
+    }
+
     /// Starts the server and waits until it accepts connections on the
     /// socket. Cancel-safe: the child is owned by `self`, stopped on drop.
     pub async fn start(&mut self) -> Result<()> {
         let family = self.family_args()?;
         let b = &self.cfg.binary;
         let mut cmd = Command::new(&b.path);
-        cmd.args(self.common_args())
+        let mut common = self.common_args();
+        if let Some(f) = &self.defaults_file {
+            common[0] = format!("--defaults-file={}", f.display());
+        }
+        cmd.args(common)
             .arg(format!("--socket={}", self.socket.display()))
             .arg(format!(
                 "--pid-file={}",

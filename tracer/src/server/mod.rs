@@ -11,3 +11,4 @@ pub mod replica;
 pub mod sizing;
 pub mod status;
 pub mod template;
+pub mod throttle;

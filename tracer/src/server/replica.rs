@@ -40,6 +40,28 @@ pub enum Mode {
     /// A single-primary replication group (MySQL's Group Replication)
     /// the managed server founds and leads: `server::group`.
     Group,
+    /// A Galera cluster (MariaDB's) the managed server founds, the other
+    /// nodes joining by state transfer; the workload runs on the first:
+    /// `server::group` with the family's row.
+    Galera,
+}
+
+impl Mode {
+    /// A replication group of several members (its family's row says
+    /// how), not a source and its replica.
+    pub fn is_group(self) -> bool {
+        matches!(self, Mode::Group | Mode::Galera)
+    }
+
+    /// Its `--replica` value, as a family's group row names it.
+    pub fn value(self) -> &'static str {
+        match self {
+            Mode::Async => "async",
+            Mode::SemiSync => "semi-sync",
+            Mode::Group => "group",
+            Mode::Galera => "galera",
+        }
+    }
 }
 
 /// What a run asks of its replica.
@@ -184,7 +206,7 @@ impl Replica {
         let st = self.state().await.unwrap_or_default();
         let semi_sync = match self.plan.mode {
             Mode::SemiSync => self.source_value(source, "status").await,
-            Mode::Async | Mode::Group => None,
+            Mode::Async | Mode::Group | Mode::Galera => None,
         };
         let semi = self.plan.mode == Mode::SemiSync;
         ReplicaEnd {
@@ -300,7 +322,7 @@ impl Replica {
         loop {
             let st = self.state().await?;
             let semi = match self.plan.mode {
-                Mode::Async | Mode::Group => true,
+                Mode::Async | Mode::Group | Mode::Galera => true,
                 Mode::SemiSync => {
                     let on = self.source_value(source, "status").await;
                     let clients = self.source_value(source, "clients").await;
@@ -340,7 +362,7 @@ impl Replica {
     /// For the header: "semi-sync replica (AFTER_SYNC), 4 ms added".
     pub fn describe(&self) -> String {
         let mode = match self.plan.mode {
-            Mode::Async | Mode::Group => "async replica".to_string(),
+            Mode::Async | Mode::Group | Mode::Galera => "async replica".to_string(),
             Mode::SemiSync => format!("semi-sync replica ({})", self.plan.wait.sql()),
         };
         match &self.proxy {

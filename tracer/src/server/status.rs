@@ -184,6 +184,10 @@ pub enum Ours {
     GroupRoundsUs,
     /// Their time in flow control's check and wait, µs.
     GroupFlowUs,
+    /// Calls of the group's consensus step (Galera's `certify`: one per
+    /// write set replicated), and those that failed.
+    GroupCertifies,
+    GroupCertFailures,
 }
 
 impl Ours {
@@ -212,6 +216,8 @@ impl Ours {
             Ours::GroupFlowUs => {
                 "their µs in flow control (probes: every check; server: throttled only)"
             }
+            Ours::GroupCertifies => "write sets certified (probes: certify calls)",
+            Ours::GroupCertFailures => "failed certifications (probes: certify's non-zero returns)",
         }
     }
 }
@@ -254,6 +260,10 @@ pub const PAIRS: &[(&str, Ours)] = &[
     ),
     ("Gr_all_consensus_time_sum", Ours::GroupRoundsUs),
     ("Gr_flow_control_throttle_time_sum", Ours::GroupFlowUs),
+    // A Galera node: the write sets it replicated, and those that failed
+    // their certification.
+    ("wsrep_replicated", Ours::GroupCertifies),
+    ("wsrep_local_cert_failures", Ours::GroupCertFailures),
 ];
 
 /// What a server counter moved from `was` to `now`: a drop means the
@@ -332,6 +342,9 @@ pub struct WindowCounters {
     pub acks: Option<ServerAcks>,
     /// (the member stats' column, its value).
     pub group_proposed: Option<(&'static str, u64)>,
+    /// The member's own count of failed consensus steps, where it keeps
+    /// one (Galera's `wsrep_local_cert_failures`).
+    pub group_failed: Option<(&'static str, u64)>,
 }
 
 impl WindowCounters {
@@ -344,6 +357,10 @@ impl WindowCounters {
                 .group_proposed
                 .zip(before.group_proposed)
                 .map(|((k, n), (_, b))| (k, moved(n, b))),
+            group_failed: self
+                .group_failed
+                .zip(before.group_failed)
+                .map(|((k, n), (_, b))| (k, moved(n, b))),
         }
     }
 }
@@ -353,19 +370,32 @@ impl WindowCounters {
 /// stats table has its row).
 pub async fn window_counters(conn: &mut mysql_async::Conn) -> Result<WindowCounters> {
     let acks = semi_sync(conn).await?;
-    let mut group_proposed = None;
+    let (mut group_proposed, mut group_failed) = (None, None);
     for row in readers::family::FAMILIES
         .iter()
         .filter_map(|f| f.group.as_ref())
     {
-        let r: Option<mysql_async::Row> = conn.query_first(row.local_stats).await.ok().flatten();
-        if let Some(Some(Ok(v))) = r.map(|r| r.get_opt::<u64, _>(0)) {
+        let Some(r) = conn
+            .query_first::<mysql_async::Row, _>(row.local_stats)
+            .await
+            .ok()
+            .flatten()
+        else {
+            continue;
+        };
+        let col = |i: usize| r.get_opt::<u64, _>(i).and_then(|v| v.ok());
+        if let Some(v) = col(0) {
             group_proposed = Some((row.local_columns[0], v));
+            group_failed = row.step_failures.and_then(|name| {
+                let i = row.local_columns.iter().position(|c| *c == name)?;
+                Some((name, col(i)?))
+            });
         }
     }
     Ok(WindowCounters {
         acks,
         group_proposed,
+        group_failed,
     })
 }
 
@@ -391,6 +421,9 @@ pub struct OurCounts {
     pub group_commits: Option<u64>,
     pub group_consensus_us: Option<u64>,
     pub group_flow_us: Option<u64>,
+    /// None where no consensus step is probed.
+    pub group_calls: Option<u64>,
+    pub group_failed: Option<u64>,
 }
 
 impl OurCounts {
@@ -413,6 +446,8 @@ impl OurCounts {
             Ours::GroupCommits | Ours::GroupMessages => self.group_commits,
             Ours::GroupConsensusUs | Ours::GroupRoundsUs => self.group_consensus_us,
             Ours::GroupFlowUs => self.group_flow_us,
+            Ours::GroupCertifies => self.group_calls,
+            Ours::GroupCertFailures => self.group_failed,
         }
     }
 }

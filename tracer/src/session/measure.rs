@@ -182,22 +182,25 @@ impl Stage {
                     // commits nothing more: the run ends there.
                     if let (Some(g), Some(c)) = (self.group.as_mut(), self.control.as_mut()) {
                         if let Ok(look) = g.look(c).await {
+                            let words = g.words();
+                            let tally = words.tally(look.online, look.size);
                             for line in &look.said {
                                 eprintln!(
-                                    "commitscope: {line} at {:.1} s: {} of {} members ONLINE",
-                                    j.workload.elapsed_s, look.online, look.size
+                                    "commitscope: {line} at {:.1} s: {tally}",
+                                    j.workload.elapsed_s
                                 );
                             }
                             j.group_online = Some(crate::server::group::Online {
                                 online: look.online as u32,
                                 size: look.size as u32,
+                                words,
                             });
                             if !look.majority {
+                                let quorum = g.row.quorum_word;
                                 group_lost = Some(format!(
-                                    "the group lost its majority at {:.1} s: {} of {} members ONLINE (lost: {}); its commits block until a majority is back",
+                                    "the {} lost {quorum} at {:.1} s: {tally} (lost: {}); its commits block until {quorum} is back",
+                                    words.group,
                                     j.workload.elapsed_s,
-                                    look.online,
-                                    look.size,
                                     g.lost.join(", ")
                                 ));
                             }
@@ -327,6 +330,8 @@ impl Stage {
                         group_commits: t.group.as_ref().map(|g| g.commits),
                         group_consensus_us: t.group.as_ref().map(|g| g.consensus_total_us),
                         group_flow_us: t.group.as_ref().map(|g| g.flow_control_total_us),
+                        group_calls: t.group.as_ref().map(|g| g.consensus_calls),
+                        group_failed: t.group.as_ref().map(|g| g.consensus_failed),
                     },
                 )
             })
@@ -342,7 +347,7 @@ impl Stage {
             s.replica = Some(r.end(c, seen_off, not_acked).await);
         }
         if let Some(g) = self.group.as_mut() {
-            s.group = Some(g.end(&before, &after));
+            s.group = Some(g.end(&before, &after, s.workload.measured_s));
         }
         if let Some(why) = group_lost {
             // Members that cannot reach their group wait for it at

@@ -113,9 +113,15 @@ impl StagePlan {
             probes: probes.clone(),
             conn: conn.clone(),
             replica: replica_plan(server),
-            group: (server.replica == Some(Mode::Group)).then(|| GroupPlan {
-                members: server.group_members.unwrap_or(DEFAULT_MEMBERS),
-            }),
+            group: server
+                .replica
+                .filter(|m| m.is_group())
+                .map(|mode| GroupPlan {
+                    mode,
+                    members: server.group_members.unwrap_or(DEFAULT_MEMBERS),
+                    write_nodes: server.write_nodes.unwrap_or(1),
+                    slow_member: server.slow_member,
+                }),
             declared,
             tier,
             trace,
@@ -137,7 +143,7 @@ impl StagePlan {
 /// The replica `--replica` asks for, with one delay (the first of
 /// `--replica-delay-ms`; a sweep's cells set theirs); None without it.
 fn replica_plan(server: &ServerArgs) -> Option<ReplicaPlan> {
-    let mode = server.replica.filter(|m| *m != Mode::Group)?;
+    let mode = server.replica.filter(|m| !m.is_group())?;
     Some(ReplicaPlan {
         mode,
         wait: server.semi_sync_wait.unwrap_or_default(),
@@ -151,8 +157,16 @@ fn replica_plan(server: &ServerArgs) -> Option<ReplicaPlan> {
 /// The replica flags: each only with the replica it applies to; a delay
 /// is a number of ms from 0 to a minute; only a sweep takes a list.
 fn check_replica(s: &ServerArgs, lists: bool) -> Result<()> {
-    if s.replica != Some(Mode::Group) && s.group_members.is_some() {
-        return usage("--group-members sizes a managed group: add --replica group");
+    if s.write_nodes.is_some() && s.replica != Some(Mode::Galera) {
+        return usage("--write-nodes spreads the clients over a multi-primary cluster's nodes: add --replica galera (a Group Replication group takes writes on its primary only)");
+    }
+    if !s.replica.is_some_and(Mode::is_group) && s.slow_member.is_some() {
+        return usage("--slow-member slows a managed group's last member: add --replica group (MySQL) or --replica galera (MariaDB)");
+    }
+    if !s.replica.is_some_and(Mode::is_group) && s.group_members.is_some() {
+        return usage(
+            "--group-members sizes a managed group: add --replica group (MySQL) or --replica galera (MariaDB)",
+        );
     }
     match s.replica {
         None => {
@@ -175,16 +189,33 @@ fn check_replica(s: &ServerArgs, lists: bool) -> Result<()> {
             }
         }
         Some(Mode::SemiSync) => {}
-        Some(Mode::Group) => {
+        Some(m @ (Mode::Group | Mode::Galera)) => {
+            let v = m.value();
             if s.semi_sync_wait.is_some() || s.allow_async_fallback {
-                return usage("--semi-sync-wait and --allow-async-fallback are a semi-sync replica's, and a group waits for its consensus instead: drop them, or use --replica semi-sync");
+                return usage(format!("--semi-sync-wait and --allow-async-fallback are a semi-sync replica's, and a group waits for its consensus instead: drop them with --replica {v}, or use --replica semi-sync"));
             }
             if !s.replica_delay_ms.is_empty() {
-                return usage("--replica-delay-ms delays a replica's link through a proxy, and a group's members connect to the addresses they advertise, where no proxy fits (docs/replication.md): drop it with --replica group");
+                return usage(format!("--replica-delay-ms delays a replica's link through a proxy, and a group's members connect to the addresses they advertise, where no proxy fits (docs/replication.md): drop it with --replica {v}"));
             }
             if let Some(n) = s.group_members.filter(|n| !(1..=MAX_MEMBERS).contains(n)) {
                 return usage(format!(
                     "--group-members {n}: give 1 to {MAX_MEMBERS} (each member is a server on this machine)"
+                ));
+            }
+            let members = s.group_members.unwrap_or(DEFAULT_MEMBERS);
+            if let Some(p) = s.slow_member {
+                if !(1..=99).contains(&p) {
+                    return usage(format!(
+                        "--slow-member {p}: give the share of each 100 ms the member runs, 1 to 99 (%)"
+                    ));
+                }
+                if members < 2 {
+                    return usage("--slow-member slows a member besides the first (the workload's): give --group-members 2 or more");
+                }
+            }
+            if let Some(n) = s.write_nodes.filter(|n| !(1..=members).contains(n)) {
+                return usage(format!(
+                    "--write-nodes {n}: give 1 to {members} (the cluster's nodes, --group-members)"
                 ));
             }
         }
@@ -247,7 +278,11 @@ impl RunPlan {
 /// A replication group refuses writes to a table without a primary key,
 /// and TPC-C's `history` has none (as tpcc-mysql made it).
 pub fn group_takes(server: &ServerArgs, w: &Config) -> Result<()> {
+    if server.write_nodes.is_some_and(|n| n > 1) && w.tpcc.is_some() {
+        return usage("--write-nodes spreads the update, hot-row and insert clients; TPC-C runs on the first node: drop --write-nodes with --workload tpcc");
+    }
     if server.replica == Some(Mode::Group) && w.tpcc.is_some() {
+        // Galera certifies a table without one by its whole row.
         return usage("--replica group refuses writes to tables without a primary key, and TPC-C's history table has none: use --workload update, hot-row or insert with a group");
     }
     Ok(())

@@ -15,8 +15,12 @@ pub fn run(plan: RunPlan, sink: &mut dyn RunSink) -> Result<()> {
         let stop = Stop::install()?;
         let ph = Phases::new(plan.stage.probes.verbose);
         let mut stage = setup(&plan.stage, plan.shape, &stop, &ph).await?;
+        let mut cfg = plan.workload_on(&stage.endpoint);
+        if let (Some(g), Some(gp)) = (stage.group.as_ref(), plan.stage.group.as_ref()) {
+            cfg.spread = g.writers(gp.write_nodes)?;
+        }
         let m = Measure {
-            cfg: plan.workload_on(&stage.endpoint),
+            cfg,
             interval: plan.interval,
             duration: plan.duration,
             reset: plan.reset,

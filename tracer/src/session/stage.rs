@@ -142,28 +142,19 @@ pub async fn setup(plan: &StagePlan, shape: Shape, stop: &Stop, ph: &Phases) -> 
             m.listen_port = Some(replica::free_port()?);
         }
         if let Some(gp) = &group_plan {
-            let family = m.cfg.binary.id.family();
-            let row = family.group.as_ref().ok_or_else(|| {
-                Error::Usage(format!(
-                    "--replica group: {} has no replication group commitscope can start (MySQL's Group Replication): use a MySQL 8.0+ server",
-                    family.name
-                ))
+            let row = group::row_for(m.cfg.binary.id.family(), gp.mode)?;
+            group::check_binary(row, &m.cfg.binary)?;
+            let dir = group::library_home(row, &m.cfg.binary).ok_or_else(|| Error::Group {
+                mode: row.mode,
+                detail: group::no_library(row, &m.cfg.binary),
             })?;
-            let dir = m
-                .cfg
-                .binary
-                .plugin_dir(row.library)
-                .ok_or_else(|| Error::Group {
-                    detail: format!(
-                        "the plugin {} is not in {}'s plugin dir (lib/mysql/plugin, lib/plugin)",
-                        row.library,
-                        m.cfg.binary.basedir.display()
-                    ),
-                })?;
-            let layout = Layout::new(gp.members)?;
-            let own = m.private_plugins(&dir, &group::plugin_files(row))?;
-            m.extra_args = layout.member_args(row, 0, &own.display().to_string());
+            let layout = Layout::new(gp.members, row.transfer_ports)?;
+            let own = group::member_library_dir(row, &m, &dir)?;
+            m.extra_args = layout.member_args(row, 0, &own);
             m.listen_port = Some(layout.sql_ports[0]);
+            if row.transfer_ports > 0 {
+                m.own_defaults_file()?;
+            }
             group_start = Some((row, layout, dir));
         }
         ph.note(format_args!(
@@ -209,19 +200,30 @@ pub async fn setup(plan: &StagePlan, shape: Shape, stop: &Stop, ph: &Phases) -> 
                 .run(
                     stop,
                     "start group",
-                    Group::start(m.cfg.clone(), row, layout, &mut control, m, &dir),
+                    Group::start(
+                        m.cfg.clone(),
+                        row,
+                        layout,
+                        &mut control,
+                        m,
+                        &dir,
+                        group_plan.and_then(|g| g.slow_member),
+                    ),
                 )
                 .await?;
             eprintln!(
-                "commitscope: {}: {} members ONLINE ({})",
+                "commitscope: {}: {} ({})",
                 g.describe(),
-                g.last.len(),
+                g.words().count(g.last.len()),
                 g.last
                     .iter()
                     .map(|s| format!("{} {}", s.address, s.role))
                     .collect::<Vec<_>>()
                     .join(", ")
             );
+            if let Some((_, what)) = &g.slow {
+                eprintln!("commitscope: slow member (--slow-member): {what}");
+            }
             Some(g)
         }
         _ => None,

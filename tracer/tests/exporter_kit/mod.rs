@@ -81,6 +81,35 @@ impl Exporter {
     }
 
     /// Signals it and returns its exit code and everything it said.
+    /// Asks for an exact window while `drive` runs again and again
+    /// beside it, and returns the first scrape that carries `marker` (or
+    /// a line saying none did within 30 s).
+    pub fn window_scrape(&self, marker: &str, drive: impl Fn() + Sync) -> String {
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    drive();
+                }
+            });
+            let (a, _) = http_request(self.port, "POST", "/window", "*/*", None);
+            assert!(a.contains("202"), "{a}");
+            let asked = std::time::Instant::now();
+            let scrape = loop {
+                let m = self.metrics();
+                if m.contains(marker) {
+                    break m;
+                }
+                if asked.elapsed() > Duration::from_secs(30) {
+                    break format!("no window with {marker}: {m}");
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            };
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            scrape
+        })
+    }
+
     pub fn stop(mut self, signal: i32) -> (Option<i32>, Vec<String>) {
         // SAFETY: signalling our own child by pid.
         unsafe { libc::kill(self.child.id() as i32, signal) };
