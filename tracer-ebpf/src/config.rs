@@ -124,6 +124,19 @@ pub(crate) static SWITCH_NEXT_PID_OFF: u32 = 56;
 #[no_mangle]
 pub(crate) static WAKEUP_PID_OFF: u32 = 24;
 
+/// Non-zero where the group's hook also runs on its appliers (Galera): a
+/// hook counts as a commit only once its consensus step ran. The
+/// consensus step's return codes for a conflict, an abort and a commit
+/// never sent (0: none).
+#[no_mangle]
+pub(crate) static GROUP_NEEDS_STEP: u32 = 0;
+#[no_mangle]
+pub(crate) static GROUP_CONFLICT_RET: u32 = 0;
+#[no_mangle]
+pub(crate) static GROUP_ABORT_RET: u32 = 0;
+#[no_mangle]
+pub(crate) static GROUP_UNSENT_RET: u32 = 0;
+
 #[inline(always)]
 pub(crate) fn cfg_u32(v: &u32) -> u32 {
     unsafe { core::ptr::read_volatile(v) }

@@ -18,6 +18,7 @@ use tracer_ebpf::{AckStart, CommitStage, Counter, GroupOpen, HistKind, Split, MA
 
 use crate::{
     commit_path::cp_add,
+    config::{cfg_u32, GROUP_ABORT_RET, GROUP_CONFLICT_RET, GROUP_NEEDS_STEP, GROUP_UNSENT_RET},
     helpers::{add, bump, is_target, record_kind},
     sched::now_stamped,
 };
@@ -118,9 +119,13 @@ pub fn group_return(_ctx: RetProbeContext) -> u32 {
     let _ = GROUP_OPEN.remove(id);
     let (now, now_st) = now_stamped();
     let whole = Split::between(open.ts, open.st, now, now_st).plus(open.carry);
-    bump(Counter::GroupCommits);
-    add(Counter::GroupNs, whole.ns);
-    record_kind(HistKind::GroupWait, whole.ns);
+    // An applier's pass (no consensus step) is no commit through the
+    // group; its time is still its commit's stage.
+    if open.stepped != 0 || cfg_u32(&GROUP_NEEDS_STEP) == 0 {
+        bump(Counter::GroupCommits);
+        add(Counter::GroupNs, whole.ns);
+        record_kind(HistKind::GroupWait, whole.ns);
+    }
     cp_add(id, CommitStage::GroupRest, whole.minus(open.inner));
     0
 }
@@ -156,7 +161,12 @@ fn part_return_counted(stage: CommitStage, ns: Counter) -> Option<()> {
     let t = Split::between(start.ts, start.st, now, now_st);
     add(ns, t.ns);
     if let Some(open) = GROUP_OPEN.get_ptr_mut(id) {
-        unsafe { (*open).inner = (*open).inner.plus(t) };
+        unsafe {
+            (*open).inner = (*open).inner.plus(t);
+            if stage == CommitStage::GroupConsensus {
+                (*open).stepped = 1;
+            }
+        }
     }
     cp_add(id, stage, t);
     Some(())
@@ -172,17 +182,29 @@ pub fn group_send_return(_ctx: RetProbeContext) -> u32 {
     part_return(CommitStage::GroupSend, Counter::GroupSendNs)
 }
 
-/// The consensus step's return, counted with its outcome: a non-zero
-/// return is a failed step (Galera's `certify`: a failed certification
-/// or a brute-force abort; Group Replication's ticket wait: an error).
+/// The consensus step's return, counted with its outcome: the family's
+/// conflict code (Galera's `certify`: certification failed), its abort
+/// code (brute-force aborted once sent), its unsent code (interrupted
+/// before it was sent), or another error (Group Replication's ticket
+/// wait: any non-zero return).
 #[uretprobe]
 pub fn group_consensus_return(ctx: RetProbeContext) -> u32 {
     if part_return_counted(CommitStage::GroupConsensus, Counter::GroupConsensusNs).is_some() {
         bump(Counter::GroupConsensusCalls);
-        let ret: i32 = ctx.ret();
-        if ret != 0 {
-            bump(Counter::GroupConsensusFailed);
+        let ret: u32 = ctx.ret();
+        if ret == 0 {
+            return 0;
         }
+        let outcome = if ret == cfg_u32(&GROUP_CONFLICT_RET) {
+            Counter::GroupConsensusConflicts
+        } else if ret == cfg_u32(&GROUP_ABORT_RET) {
+            Counter::GroupConsensusAborts
+        } else if ret == cfg_u32(&GROUP_UNSENT_RET) {
+            Counter::GroupConsensusUnsent
+        } else {
+            Counter::GroupConsensusFailed
+        };
+        bump(outcome);
     }
     0
 }

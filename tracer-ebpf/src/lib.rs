@@ -154,15 +154,20 @@ pub enum Counter {
     GroupFlowNs = 58,
     GroupSendNs = 59,
     GroupConsensusNs = 60,
-    /// Calls of the consensus step inside the hook (Galera's `certify`:
-    /// one per write set replicated), and those that returned non-zero
-    /// (a failed certification, a brute-force abort).
+    /// Calls of the consensus step inside the hook (Galera's `certify`),
+    /// and of those: the ones that returned the family's conflict code
+    /// (certification failed), its abort code (brute-force aborted once
+    /// sent), its unsent code (interrupted before it was sent), or any
+    /// other non-zero code.
     GroupConsensusCalls = 61,
     GroupConsensusFailed = 62,
+    GroupConsensusConflicts = 63,
+    GroupConsensusAborts = 64,
+    GroupConsensusUnsent = 65,
 }
 
 /// Number of `Counter` slots.
-pub const COUNTERS: u32 = 63;
+pub const COUNTERS: u32 = 66;
 
 /// Why a binlog group closed: what ended its leader's wait for more
 /// commits (MySQL's `binlog_group_commit_sync_delay` and
@@ -352,7 +357,10 @@ pub struct GroupOpen {
     /// Hook calls open on the thread (a segment called inside the final
     /// hook nests: one commit has one phase); 0 between segments.
     pub depth: u32,
-    pub _pad: u32,
+    /// Non-zero once the consensus step returned inside it (a local
+    /// commit: the threads that apply the others' transactions pass the
+    /// hook without one).
+    pub stepped: u32,
 }
 
 /// An open wait for a replica's acknowledgement, keyed by thread in
@@ -964,6 +972,15 @@ pub mod globals {
     /// scheduler's wake-up and switch tracepoints count inside them;
     /// `prev_state` and `next_pid`'s offsets in `sched_switch`'s record.
     pub const WAKEUPS: &str = "WAKEUPS";
+    /// Non-zero where the group's hook also runs on the threads that
+    /// apply the others' transactions (Galera): a hook counts as a
+    /// commit only once its consensus step ran. The consensus step's
+    /// return codes for a conflict, an abort and a commit never sent (0:
+    /// none).
+    pub const GROUP_NEEDS_STEP: &str = "GROUP_NEEDS_STEP";
+    pub const GROUP_CONFLICT_RET: &str = "GROUP_CONFLICT_RET";
+    pub const GROUP_ABORT_RET: &str = "GROUP_ABORT_RET";
+    pub const GROUP_UNSENT_RET: &str = "GROUP_UNSENT_RET";
     pub const SWITCH_PREV_STATE_OFF: &str = "SWITCH_PREV_STATE_OFF";
     pub const SWITCH_NEXT_PID_OFF: &str = "SWITCH_NEXT_PID_OFF";
     pub const WAKEUP_PID_OFF: &str = "WAKEUP_PID_OFF";

@@ -37,14 +37,29 @@ pub struct GroupWaits {
     pub total_us: u64,
     pub flow_control_total_us: u64,
     pub consensus_total_us: u64,
-    /// Calls of the consensus step (Galera's `certify`: one per write
-    /// set replicated), and those that failed (a failed certification,
-    /// a brute-force abort).
+    /// Calls of the consensus step (Galera's `certify`), and of those:
+    /// conflicts (certification failed), aborted once sent (brute force),
+    /// never sent (interrupted before), and other errors.
     pub consensus_calls: u64,
+    pub consensus_conflicts: u64,
+    pub consensus_aborted: u64,
+    pub consensus_unsent: u64,
     pub consensus_failed: u64,
 }
 
 impl GroupWaits {
+    /// The consensus steps that sent their commit to the group (Galera:
+    /// the write sets replicated): every call but those never sent.
+    pub fn sent(&self) -> u64 {
+        self.consensus_calls.saturating_sub(self.consensus_unsent)
+    }
+
+    /// The sent commits that did not pass: conflicts, and aborts once
+    /// sent (Galera counts both as failed certifications).
+    pub fn refused(&self) -> u64 {
+        self.consensus_conflicts + self.consensus_aborted
+    }
+
     /// The steps the family names, each with its time per commit, µs
     /// (the hook's rest last), for the summary's line.
     pub fn steps(&self) -> Vec<(&'static str, Option<f64>)> {
@@ -126,6 +141,9 @@ impl GroupWaits {
             flow_control_total_us: flow / 1000,
             consensus_total_us: cons / 1000,
             consensus_calls: d(Counter::GroupConsensusCalls),
+            consensus_conflicts: d(Counter::GroupConsensusConflicts),
+            consensus_aborted: d(Counter::GroupConsensusAborts),
+            consensus_unsent: d(Counter::GroupConsensusUnsent),
             consensus_failed: d(Counter::GroupConsensusFailed),
         }
     }

@@ -851,7 +851,7 @@ pub struct Joined {
     /// `--replica group`: members ONLINE and the group's size at this
     /// tick, as the primary sees them.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub group_online: Option<crate::server::group::Online>,
+    pub group_online: Option<crate::server::group_end::Online>,
     /// `--replica semi-sync`: what the source's own semi-sync counters
     /// moved over this tick, beside `trace.replication`.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -292,10 +292,18 @@ fn writers_on_two_nodes_conflict_and_are_retried() {
     let ctx = format!("{s}\n{err}");
     assert!(u(&s["workload"]["retries"]) > 0, "{ctx}");
     assert!(u(&s["workload"]["commits"]) > 50, "{ctx}");
-    let replicated = check_of(&s, "wsrep_replicated");
-    assert!(f(&replicated["diff_pct"]).abs() <= 1.0, "{ctx}");
-    let failed = check_of(&s, "wsrep_local_cert_failures");
-    assert_eq!(failed["ours"], failed["server"], "{ctx}");
+    // Ours and the node's own counts over the same window, within the 8
+    // clients' transactions in flight at its edges. Which node's writers
+    // lose is the machine's: idle, the second node's starve and the
+    // first (traced) node certifies cleanly (426 and 0 beside 426 and
+    // 0); loaded, the first node's starve (32 and 24 beside 32 and 24).
+    for counter in ["wsrep_replicated", "wsrep_local_cert_failures"] {
+        let c = check_of(&s, counter);
+        assert!(
+            u(&c["ours"]).abs_diff(u(&c["server"])) <= 8,
+            "{counter}: {ctx}"
+        );
+    }
     assert_no_transfer_left(wd.path());
     assert_clean(wd.path());
 }
@@ -343,7 +351,7 @@ fn the_exporter_sets_the_nodes_own_counts_beside_its_window() {
     );
     let failed = get(
         "commitscope_window_group_consensus_calls",
-        &["outcome=\"failed\""],
+        &["outcome=\"conflict\""],
     );
     let server_failed = get(
         "commitscope_window_group_server_failures",

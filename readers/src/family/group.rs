@@ -24,6 +24,17 @@ pub struct MemberWire<'a> {
     pub transfer_ports: &'a [u16],
 }
 
+/// What the consensus step's return codes mean (0: no such code).
+pub struct StepCodes {
+    /// Certification failed: a conflict.
+    pub conflict: u32,
+    /// Aborted (brute-force) once sent: the server counts it with the
+    /// conflicts.
+    pub abort: u32,
+    /// Interrupted before it was sent: never counted as sent.
+    pub unsent: u32,
+}
+
 /// How a member joins its group.
 pub enum Join {
     /// It starts, then a statement joins it with the recovery account;
@@ -136,8 +147,15 @@ pub struct GroupRow {
     pub status_prefix: &'static str,
     /// Its counters over a window.
     pub counters: GroupCounters,
+    /// The hook also runs on the threads that apply the others'
+    /// transactions (Galera's appliers): a commit through the group is a
+    /// hook whose consensus step ran.
+    pub appliers_pass_hook: bool,
+    /// The consensus step's return codes (0: none; any other non-zero
+    /// return is counted as another error).
+    pub step_codes: StepCodes,
     /// Of `local_columns`, the member's own count of what the probes
-    /// count as the consensus step's failures (Galera: certifications
+    /// count as the consensus step's conflicts (Galera: certifications
     /// that failed); None: it keeps no such count.
     pub step_failures: Option<&'static str>,
     /// The commit-path stage a flow-control pause is inside, where the
@@ -241,6 +259,12 @@ pub const GROUP_REPLICATION: GroupRow = GroupRow {
     },
     pause_inside: None,
     step_failures: None,
+    appliers_pass_hook: false,
+    step_codes: StepCodes {
+        conflict: 0,
+        abort: 0,
+        unsent: 0,
+    },
     online: "ONLINE",
 };
 
@@ -362,6 +386,17 @@ pub const GALERA: GroupRow = GroupRow {
     },
     pause_inside: Some(super::commit::GALERA_CERTIFY),
     step_failures: Some("wsrep_local_cert_failures"),
+    appliers_pass_hook: true,
+    // wsrep::provider::status, read against the node's own counters
+    // under conflicts (docs/replication.md): error_certification_failed
+    // and error_bf_abort are both its `wsrep_local_cert_failures`, and
+    // error_connection_failed is a write set never replicated (not in
+    // `wsrep_replicated`).
+    step_codes: StepCodes {
+        conflict: 3,
+        abort: 4,
+        unsent: 6,
+    },
     online: "Synced",
 };
 

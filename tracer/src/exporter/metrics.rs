@@ -689,10 +689,16 @@ fn window_group(
     family(
         enc,
         "commitscope_window_group_consensus_calls",
-        "The last exact window's calls of the group's consensus step (Galera's certify: one per write set replicated), and those that returned an error (outcome=failed: a failed certification, a brute-force abort)",
+        "The last exact window's calls of the group's consensus step (Galera's certify), all of them and by what ended them other than a commit: a conflict (certification failed), aborted once sent (brute force), never sent (interrupted before), another error",
         None,
         g.iter().flat_map(|(v, x)| {
-            [("all", x.consensus_calls), ("failed", x.consensus_failed)]
+            [
+                ("all", x.consensus_calls),
+                ("conflict", x.consensus_conflicts),
+                ("aborted", x.consensus_aborted),
+                ("unsent", x.consensus_unsent),
+                ("failed", x.consensus_failed),
+            ]
                 .into_iter()
                 .map(move |(k, n)| (with(&labels(v), "outcome", k), ConstGauge::new(n as i64)))
         }),
@@ -710,7 +716,7 @@ fn window_group(
     family(
         enc,
         "commitscope_window_group_server_failures",
-        "The member's own count of its failed certifications over the last exact window (Galera: wsrep_local_cert_failures), beside commitscope_window_group_consensus_calls{outcome=\"failed\"}",
+        "The member's own count of its failed certifications over the last exact window (Galera: wsrep_local_cert_failures), beside commitscope_window_group_consensus_calls{outcome=\"conflict\"} and {outcome=\"aborted\"} together",
         None,
         w.iter().filter_map(|(v, f)| {
             let (counter, n) = f.server_group_failed?;

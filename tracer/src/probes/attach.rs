@@ -372,6 +372,23 @@ impl Probes {
         };
         let wake_on = u32::from(wake_layout.is_some());
         loader.override_global(g::WAKEUPS, &wake_on, true);
+        // What the family's group hook counts as a commit and how its
+        // consensus step says a conflict and an abort.
+        let (needs_step, codes) = readers::family::Family::of(plan.server)
+            .group
+            .as_ref()
+            .map_or((0, [0; 3]), |r| {
+                let c = &r.step_codes;
+                (
+                    u32::from(r.appliers_pass_hook),
+                    [c.conflict, c.abort, c.unsent],
+                )
+            });
+        loader
+            .override_global(g::GROUP_NEEDS_STEP, &needs_step, true)
+            .override_global(g::GROUP_CONFLICT_RET, &codes[0], true)
+            .override_global(g::GROUP_ABORT_RET, &codes[1], true)
+            .override_global(g::GROUP_UNSENT_RET, &codes[2], true);
         if let Some(l) = &wake_layout {
             loader
                 .override_global(g::WAKEUP_PID_OFF, &l.wakeup_pid, true)

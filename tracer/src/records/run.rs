@@ -164,7 +164,7 @@ pub struct RunSummary {
         serialize_with = "crate::group::under_its_word",
         skip_serializing_if = "Option::is_none"
     )]
-    pub group: Option<crate::server::group::GroupEnd>,
+    pub group: Option<crate::server::group_end::GroupEnd>,
 }
 
 impl RunSummary {

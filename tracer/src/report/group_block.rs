@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use super::fmt::opt_f;
-use crate::{group::GroupWaits, server::group::GroupEnd};
+use crate::{group::GroupWaits, server::group_end::GroupEnd};
 
 /// The commits through the group and where their time there went.
 pub fn write_waits(out: &mut impl Write, g: Option<&GroupWaits>) {
@@ -95,7 +95,7 @@ pub fn write_group(out: &mut impl Write, g: Option<&GroupEnd>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::group::MemberState;
+    use crate::server::group_end::MemberState;
 
     #[test]
     fn a_lost_member_and_the_counters_are_said() {

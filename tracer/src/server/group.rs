@@ -3,19 +3,19 @@
 //! managed server founds the group and stays its primary (the workload
 //! runs there); the others join it with the recovery account. What the
 //! family spells (options, statements, tables) is its row's
-//! [`GroupRow`]; the steps are here.
-use std::{
-    path::{Path, PathBuf},
-    time::Duration,
-};
+//! [`GroupRow`]; the steps are here, where the members listen in
+//! `group_layout`, what a look finds in `group_end`.
+use std::{path::Path, time::Duration};
 
 use mysql_async::prelude::Queryable;
 use readers::family::{
-    group::{GroupRow, Home, Join, MemberWire},
+    group::{GroupRow, Join},
     replication::quote,
 };
 
 use super::{
+    group_end::{GroupEnd, Look, MemberState, Words},
+    group_layout::{member_library_dir, Layout},
     managed::{Managed, ManagedConfig},
     sizing::{Shape, Sizing},
     status::{moved, Status},
@@ -44,207 +44,6 @@ pub struct GroupPlan {
     pub write_nodes: u32,
     /// `--slow-member`: the last member's share of each 100 ms, %.
     pub slow_member: Option<u32>,
-}
-
-/// Where every member listens, chosen before the first one starts (each
-/// needs the others' addresses as its seeds).
-#[derive(Clone, Debug)]
-pub struct Layout {
-    pub sql_ports: Vec<u16>,
-    pub group_ports: Vec<u16>,
-    /// Each member's state-transfer ports (the row's count of them).
-    pub transfer_ports: Vec<Vec<u16>>,
-    pub group_name: String,
-}
-
-impl Layout {
-    /// Ports for `members` members, each with `transfer` state-transfer
-    /// ports besides its SQL and group ports.
-    pub fn new(members: u32, transfer: usize) -> Result<Layout> {
-        let mut sql_ports = Vec::new();
-        let mut group_ports = Vec::new();
-        let mut transfer_ports = Vec::new();
-        let per = 2 + transfer;
-        // Held until all are picked: no two members get the same port.
-        let mut held = Vec::new();
-        for _ in 0..members as usize * per {
-            let l = std::net::TcpListener::bind(("127.0.0.1", 0))
-                .map_err(|e| Error::Runtime(format!("no free loopback port: {e}")))?;
-            held.push(l);
-        }
-        for (i, l) in held.iter().enumerate() {
-            let p = l
-                .local_addr()
-                .map_err(|e| Error::Runtime(format!("no free loopback port: {e}")))?
-                .port();
-            match i % per {
-                0 => sql_ports.push(p),
-                1 => {
-                    group_ports.push(p);
-                    transfer_ports.push(Vec::new());
-                }
-                _ => {
-                    if let Some(t) = transfer_ports.last_mut() {
-                        t.push(p);
-                    }
-                }
-            }
-        }
-        drop(held);
-        Ok(Layout {
-            sql_ports,
-            group_ports,
-            transfer_ports,
-            group_name: group_name(),
-        })
-    }
-
-    fn seeds(&self) -> String {
-        self.group_ports
-            .iter()
-            .map(|p| format!("127.0.0.1:{p}"))
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-
-    /// Member `i`'s (0: the primary) start options, its plugin in
-    /// `plugin_dir`.
-    pub fn member_args(&self, row: &GroupRow, i: usize, plugin_dir: &str) -> Vec<String> {
-        (row.member_args)(&MemberWire {
-            server_id: i as u32 + 1,
-            sql_port: self.sql_ports[i],
-            group_port: self.group_ports[i],
-            seeds: &self.seeds(),
-            group_name: &self.group_name,
-            plugin_dir,
-            transfer_ports: &self.transfer_ports[i],
-        })
-    }
-}
-
-/// A group name (a UUID) new to this run.
-fn group_name() -> String {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    let h = format!("{:032x}", t ^ (u128::from(std::process::id()) << 96));
-    format!(
-        "{}-{}-4{}-a{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[13..16],
-        &h[17..20],
-        &h[20..32]
-    )
-}
-
-/// The plugin files a member needs in its own plugin dir (none where
-/// the library lives outside the install: all members load it there).
-pub fn plugin_files(row: &GroupRow) -> Vec<&'static str> {
-    if !matches!(row.home, Home::PluginDir) {
-        return Vec::new();
-    }
-    let mut f = vec![row.library];
-    f.extend(row.flow_component.map(|(_, file)| file));
-    f
-}
-
-/// Where the group's library is for `binary`: its plugin dir, or the
-/// first of the row's dirs that has it.
-pub fn library_home(row: &GroupRow, binary: &super::locate::ServerBinary) -> Option<PathBuf> {
-    match row.home {
-        Home::PluginDir => binary.plugin_dir(row.library),
-        Home::Dirs(dirs) => [binary.basedir.as_path(), Path::new("/usr")]
-            .iter()
-            .flat_map(|base| dirs.iter().map(move |d| base.join(d)))
-            .find(|d| d.join(row.library).is_file()),
-    }
-}
-
-/// The family's group that `--replica mode` asks for; a usage error
-/// naming the family that has one where this family has none.
-pub fn row_for(
-    family: &'static readers::family::Family,
-    mode: super::replica::Mode,
-) -> Result<&'static GroupRow> {
-    if let Some(row) = family.group.as_ref().filter(|r| r.mode == mode.value()) {
-        return Ok(row);
-    }
-    let other = readers::family::FAMILIES.iter().find_map(|f| {
-        let r = f.group.as_ref().filter(|r| r.mode == mode.value())?;
-        Some(format!("{}'s {}", f.name, r.name))
-    });
-    Err(Error::Usage(format!(
-        "--replica {}: {} has no such group commitscope can start{}",
-        mode.value(),
-        family.name,
-        other.map_or(String::new(), |o| format!(
-            " (it is {o}): use a server of that family"
-        ))
-    )))
-}
-
-/// Refuses, in one line, a binary that cannot be a member: where the
-/// family calls its group through the server binary (Galera's wsrep),
-/// a build without that support (MariaDB built `-DWITH_WSREP=OFF`, as
-/// the symbols fixture is) has no hook.
-pub fn check_binary(row: &GroupRow, binary: &super::locate::ServerBinary) -> Result<()> {
-    if !matches!(row.probes_in, readers::family::group::ProbesIn::Server) {
-        return Ok(());
-    }
-    let has = readers::probes::symbols::Resolver::open(&binary.path, Path::new("/usr/lib/debug"))
-        .ok()
-        .and_then(|r| r.resolve(row.hook))
-        .is_some();
-    if has {
-        return Ok(());
-    }
-    Err(Error::Usage(format!(
-        "--replica {}: {} has no {} support (no {}): use a build with it (Debian's mariadbd has it)",
-        row.mode,
-        binary.path.display(),
-        row.name,
-        readers::probes::profiles::short_name(row.hook[0])
-    )))
-}
-
-/// Why the group's library was not found, for its one line.
-pub fn no_library(row: &GroupRow, binary: &super::locate::ServerBinary) -> String {
-    match row.home {
-        Home::PluginDir => format!(
-            "the plugin {} is not in {}'s plugin dir (lib/mysql/plugin, lib/plugin)",
-            row.library,
-            binary.basedir.display()
-        ),
-        Home::Dirs(dirs) => format!(
-            "the provider {} is in none of {} under {} or /usr: install it (Debian: apt install galera-4; `cargo xtask setup` does)",
-            row.library,
-            dirs.join(", "),
-            binary.basedir.display()
-        ),
-    }
-}
-
-/// Where a member's options say its library is: its own copy of the
-/// plugin dir, or the shared home.
-pub fn member_library_dir(row: &GroupRow, m: &Managed, home: &Path) -> Result<String> {
-    Ok(match row.home {
-        Home::PluginDir => m
-            .private_plugins(home, &plugin_files(row))?
-            .display()
-            .to_string(),
-        Home::Dirs(_) => home.display().to_string(),
-    })
-}
-
-/// One member as the primary sees it.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct MemberState {
-    /// `127.0.0.1:3307`.
-    pub address: String,
-    pub state: String,
-    pub role: String,
 }
 
 /// A row of the members' table: host, port, state, role.
@@ -619,106 +418,6 @@ impl Group {
     }
 }
 
-/// Members ONLINE out of the group's size, at a tick.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Online {
-    pub online: u32,
-    pub size: u32,
-    /// The family's words: its group, a member, the state that counts.
-    #[serde(skip)]
-    pub words: Words,
-}
-
-/// What a family calls its group, a member and the state of one that
-/// takes part: `group`, `member`, `ONLINE`; `cluster`, `node`, `Synced`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Words {
-    pub group: &'static str,
-    pub member: &'static str,
-    pub online: &'static str,
-}
-
-impl Words {
-    pub fn of(row: &GroupRow) -> Words {
-        Words {
-            group: row.word,
-            member: row.member_word,
-            online: row.online,
-        }
-    }
-
-    /// "3 members ONLINE", "3 nodes Synced".
-    pub fn count(&self, online: usize) -> String {
-        format!("{online} {}s {}", self.member, self.online)
-    }
-
-    /// "2 of 3 members ONLINE", "3 of 3 nodes Synced".
-    pub fn tally(&self, online: usize, size: usize) -> String {
-        format!("{online} of {}", self.count(size))
-    }
-}
-
-/// What a look at the members found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Look {
-    pub said: Vec<String>,
-    pub online: usize,
-    pub size: usize,
-    pub majority: bool,
-}
-
-/// The group at the end of a run, for the summary (`group` in `--json`,
-/// or the family's word: `cluster`).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct GroupEnd {
-    pub name: &'static str,
-    #[serde(skip)]
-    pub word: &'static str,
-    pub size: usize,
-    pub members: Vec<MemberState>,
-    /// Members ONLINE (Galera: Synced) at the end, and that state's name.
-    pub online: usize,
-    #[serde(skip)]
-    pub online_word: &'static str,
-    #[serde(skip)]
-    pub member_word: &'static str,
-    /// Members that left ONLINE during the run.
-    pub lost: Vec<String>,
-    /// Flow control over the window: how often it held the member's
-    /// commits (Group Replication: throttled commits, with its
-    /// component; Galera: pause messages received), their time, µs, and
-    /// its share of the window; the pauses this member asked for.
-    pub throttled: Option<u64>,
-    #[serde(skip)]
-    pub throttled_word: &'static str,
-    pub throttle_us: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub paused_share: Option<f64>,
-    /// The commit-path stage the pause is inside (Galera's replicate and
-    /// certify), where the probes cannot time it apart.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pause_inside: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pauses_sent: Option<u64>,
-    /// Conflicts (certification failures) and the member's rolled-back
-    /// transactions (Galera: brute-force aborts) over the window.
-    pub conflicts: Option<u64>,
-    #[serde(skip)]
-    pub conflicts_word: &'static str,
-    pub rollbacks: Option<u64>,
-    #[serde(skip)]
-    pub rollbacks_word: &'static str,
-    /// The send queue's mean length (Galera).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub send_queue: Option<f64>,
-}
-
-impl crate::group::Worded for GroupEnd {
-    fn word(&self) -> &'static str {
-        self.word
-    }
-}
-
 /// A member's own word on its state, on its socket, within a second
 /// (one that does not answer is "unreachable").
 async fn own_state(row: &GroupRow, m: &Managed) -> String {
@@ -763,34 +462,5 @@ impl Drop for Group {
         for m in &mut self.members {
             m.server.stop();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use readers::family::group::GROUP_REPLICATION;
-
-    #[test]
-    fn each_member_gets_its_own_ports_and_every_seed() {
-        let l = Layout::new(3, 0).unwrap();
-        let mut all: Vec<u16> = l.sql_ports.iter().chain(&l.group_ports).copied().collect();
-        all.sort();
-        all.dedup();
-        assert_eq!(all.len(), 6, "{l:?}");
-        let a = l.member_args(&GROUP_REPLICATION, 2, "/p");
-        assert!(a.contains(&"--server-id=3".to_string()), "{a:?}");
-        let seeds = a
-            .iter()
-            .find(|x| x.starts_with("--group-replication-group-seeds="))
-            .unwrap();
-        assert_eq!(seeds.matches("127.0.0.1:").count(), 3, "{seeds}");
-        let name = &l.group_name;
-        assert_eq!(name.len(), 36, "{name}");
-        assert_eq!(name.matches('-').count(), 4, "{name}");
-        assert!(
-            name.chars().all(|c| c == '-' || c.is_ascii_hexdigit()),
-            "{name}"
-        );
     }
 }

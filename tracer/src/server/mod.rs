@@ -4,6 +4,8 @@ pub mod commits;
 pub mod delay_proxy;
 pub mod existing;
 pub mod group;
+pub mod group_end;
+pub mod group_layout;
 pub mod locate;
 pub mod managed;
 pub mod process;

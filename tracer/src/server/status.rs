@@ -184,8 +184,10 @@ pub enum Ours {
     GroupRoundsUs,
     /// Their time in flow control's check and wait, µs.
     GroupFlowUs,
-    /// Calls of the group's consensus step (Galera's `certify`: one per
-    /// write set replicated), and those that failed.
+    /// Calls of the group's consensus step that sent their commit
+    /// (Galera's `certify`, but those interrupted before the write set
+    /// was replicated), and those refused once sent (a failed
+    /// certification, a brute-force abort).
     GroupCertifies,
     GroupCertFailures,
 }
@@ -216,8 +218,12 @@ impl Ours {
             Ours::GroupFlowUs => {
                 "their µs in flow control (probes: every check; server: throttled only)"
             }
-            Ours::GroupCertifies => "write sets certified (probes: certify calls)",
-            Ours::GroupCertFailures => "failed certifications (probes: certify's non-zero returns)",
+            Ours::GroupCertifies => {
+                "write sets replicated (probes: certify calls, less those never sent)"
+            }
+            Ours::GroupCertFailures => {
+                "failed certifications (probes: certify's conflicts and aborts once sent)"
+            }
         }
     }
 }
@@ -421,7 +427,8 @@ pub struct OurCounts {
     pub group_commits: Option<u64>,
     pub group_consensus_us: Option<u64>,
     pub group_flow_us: Option<u64>,
-    /// None where no consensus step is probed.
+    /// None where no consensus step is probed: the steps that sent their
+    /// commit, and those whose certification failed.
     pub group_calls: Option<u64>,
     pub group_failed: Option<u64>,
 }

@@ -190,7 +190,7 @@ impl Stage {
                                     j.workload.elapsed_s
                                 );
                             }
-                            j.group_online = Some(crate::server::group::Online {
+                            j.group_online = Some(crate::server::group_end::Online {
                                 online: look.online as u32,
                                 size: look.size as u32,
                                 words,
@@ -330,8 +330,8 @@ impl Stage {
                         group_commits: t.group.as_ref().map(|g| g.commits),
                         group_consensus_us: t.group.as_ref().map(|g| g.consensus_total_us),
                         group_flow_us: t.group.as_ref().map(|g| g.flow_control_total_us),
-                        group_calls: t.group.as_ref().map(|g| g.consensus_calls),
-                        group_failed: t.group.as_ref().map(|g| g.consensus_failed),
+                        group_calls: t.group.as_ref().map(|g| g.sent()),
+                        group_failed: t.group.as_ref().map(|g| g.refused()),
                     },
                 )
             })

@@ -13,7 +13,8 @@ use crate::{
     records::run::{Legend, RunHeader},
     server::{
         existing,
-        group::{self, Group, Layout},
+        group::Group,
+        group_layout::{self, Layout},
         locate,
         managed::{Managed, ManagedConfig},
         process,
@@ -142,14 +143,15 @@ pub async fn setup(plan: &StagePlan, shape: Shape, stop: &Stop, ph: &Phases) -> 
             m.listen_port = Some(replica::free_port()?);
         }
         if let Some(gp) = &group_plan {
-            let row = group::row_for(m.cfg.binary.id.family(), gp.mode)?;
-            group::check_binary(row, &m.cfg.binary)?;
-            let dir = group::library_home(row, &m.cfg.binary).ok_or_else(|| Error::Group {
-                mode: row.mode,
-                detail: group::no_library(row, &m.cfg.binary),
-            })?;
+            let row = group_layout::row_for(m.cfg.binary.id.family(), gp.mode)?;
+            group_layout::check_binary(row, &m.cfg.binary)?;
+            let dir =
+                group_layout::library_home(row, &m.cfg.binary).ok_or_else(|| Error::Group {
+                    mode: row.mode,
+                    detail: group_layout::no_library(row, &m.cfg.binary),
+                })?;
             let layout = Layout::new(gp.members, row.transfer_ports)?;
-            let own = group::member_library_dir(row, &m, &dir)?;
+            let own = group_layout::member_library_dir(row, &m, &dir)?;
             m.extra_args = layout.member_args(row, 0, &own);
             m.listen_port = Some(layout.sql_ports[0]);
             if row.transfer_ports > 0 {
