@@ -31,28 +31,10 @@ static GROUP_OPEN: HashMap<u64, GroupOpen> = HashMap::with_max_entries(MAX_THREA
 #[map]
 static GROUP_PART: HashMap<u64, AckStart> = HashMap::with_max_entries(MAX_THREADS, 0);
 
-/// Opens (or, nested or between segments, continues) the thread's hook.
+/// Starts the thread's hook afresh (whatever a hook whose return was
+/// never seen left: a light tier's window detached it mid-call).
 #[inline(always)]
-fn open(fresh: bool) -> u32 {
-    let Some(id) = is_target() else { return 0 };
-    let (ts, st) = now_stamped();
-    if let Some(o) = GROUP_OPEN.get_ptr_mut(id) {
-        // SAFETY: the thread's own entry, written by this thread only.
-        unsafe {
-            if (*o).depth > 0 {
-                (*o).depth += 1;
-                return 0;
-            }
-            if !fresh {
-                // The final segment of a commit whose earlier one
-                // returned: its time goes on from what it carried.
-                (*o).ts = ts;
-                (*o).st = st;
-                (*o).depth = 1;
-                return 0;
-            }
-        }
-    }
+fn open_fresh(id: u64, ts: u64, st: tracer_ebpf::Stamp) {
     let open = GroupOpen {
         ts,
         st,
@@ -62,27 +44,53 @@ fn open(fresh: bool) -> u32 {
     if GROUP_OPEN.insert(id, open, 0).is_err() {
         bump(Counter::TimingLost);
     }
-    0
 }
 
 /// The final hook's entry (Group Replication's before_commit, Galera's
-/// `wsrep::transaction::before_commit`).
+/// `wsrep::transaction::before_commit`): it goes on from an earlier
+/// segment that returned (depth 0), else starts afresh.
 #[uprobe]
 pub fn group_entry(_ctx: ProbeContext) -> u32 {
-    open(false)
+    let Some(id) = is_target() else { return 0 };
+    let (ts, st) = now_stamped();
+    if let Some(o) = GROUP_OPEN.get_ptr_mut(id) {
+        // SAFETY: the thread's own entry, written by this thread only.
+        unsafe {
+            if (*o).depth == 0 {
+                (*o).ts = ts;
+                (*o).st = st;
+                (*o).depth = 1;
+                return 0;
+            }
+        }
+    }
+    open_fresh(id, ts, st);
+    0
 }
 
-/// An earlier segment's entry (Galera's `before_prepare` where a commit
-/// has two phases): a commit's hook begins here afresh, whatever an
-/// earlier commit that never reached its final hook (a failed
-/// certification) left.
+/// An earlier segment's entry (Galera's `before_prepare`): inside an
+/// open final hook it nests (a commit of one phase: depth 2); else a
+/// commit's hook begins here afresh, whatever an earlier commit that
+/// never reached its final hook (a failed certification) left.
 #[uprobe]
 pub fn group_first_entry(_ctx: ProbeContext) -> u32 {
-    open(true)
+    let Some(id) = is_target() else { return 0 };
+    if let Some(o) = GROUP_OPEN.get_ptr_mut(id) {
+        // SAFETY: as above.
+        unsafe {
+            if (*o).depth == 1 {
+                (*o).depth = 2;
+                return 0;
+            }
+        }
+    }
+    let (ts, st) = now_stamped();
+    open_fresh(id, ts, st);
+    0
 }
 
-/// An earlier segment returns: outside any final hook its time is
-/// carried to the commit's final return.
+/// An earlier segment returns: nested, the final hook goes on; else its
+/// time is carried to the commit's final return.
 #[uretprobe]
 pub fn group_segment_return(_ctx: RetProbeContext) -> u32 {
     let Some(id) = is_target() else { return 0 };
@@ -92,8 +100,10 @@ pub fn group_segment_return(_ctx: RetProbeContext) -> u32 {
     let (now, now_st) = now_stamped();
     // SAFETY: the thread's own entry, written by this thread only.
     unsafe {
-        (*o).depth = (*o).depth.saturating_sub(1);
-        if (*o).depth == 0 {
+        if (*o).depth == 2 {
+            (*o).depth = 1;
+        } else if (*o).depth == 1 {
+            (*o).depth = 0;
             let seg = Split::between((*o).ts, (*o).st, now, now_st);
             (*o).carry = (*o).carry.plus(seg);
         }
@@ -110,12 +120,6 @@ pub fn group_return(_ctx: RetProbeContext) -> u32 {
     let Some(open) = (unsafe { GROUP_OPEN.get(id) }).copied() else {
         return 0;
     };
-    if open.depth > 1 {
-        if let Some(o) = GROUP_OPEN.get_ptr_mut(id) {
-            unsafe { (*o).depth -= 1 };
-        }
-        return 0;
-    }
     let _ = GROUP_OPEN.remove(id);
     let (now, now_st) = now_stamped();
     let whole = Split::between(open.ts, open.st, now, now_st).plus(open.carry);

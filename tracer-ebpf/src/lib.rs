@@ -354,8 +354,9 @@ pub struct GroupOpen {
     /// `before_prepare`, returned before `before_commit` began, where
     /// the commit has two phases), carried to its final return.
     pub carry: Split,
-    /// Hook calls open on the thread (a segment called inside the final
-    /// hook nests: one commit has one phase); 0 between segments.
+    /// 1 while a hook is open on the thread, 2 while an earlier segment
+    /// runs nested inside the final hook (a commit of one phase), 0
+    /// between an earlier segment's return and the final hook's entry.
     pub depth: u32,
     /// Non-zero once the consensus step returned inside it (a local
     /// commit: the threads that apply the others' transactions pass the

@@ -279,6 +279,10 @@ fn writers_on_two_nodes_conflict_and_are_retried() {
         &[
             "--replica",
             "galera",
+            // Two nodes, both written on: a third would only add its
+            // start to the suite.
+            "--group-members",
+            "2",
             "--write-nodes",
             "2",
             "--workload",
