@@ -274,9 +274,13 @@ fn writers_on_two_nodes_conflict_and_are_retried() {
     let Some(mariadbd) = stock_mariadbd() else {
         return;
     };
+    let csv_dir = tempfile::tempdir().unwrap();
+    let csv = csv_dir.path().join("ticks.csv");
     let (s, err, wd) = managed_summary(
         &mariadbd,
         &[
+            "--csv",
+            csv.to_str().unwrap(),
             "--replica",
             "galera",
             // Two nodes, both written on: a third would only add its
@@ -308,6 +312,28 @@ fn writers_on_two_nodes_conflict_and_are_retried() {
             "{counter}: {ctx}"
         );
     }
+    // Tick by tick in --csv: the write sets the traced node sent and
+    // those refused, summed, at least the measured window's.
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut rows = text.lines().map(|l| l.split(',').collect::<Vec<_>>());
+    let head = rows.next().unwrap();
+    let col = |name: &str| {
+        head.iter()
+            .position(|c| *c == name)
+            .unwrap_or_else(|| panic!("no {name} column: {head:?}"))
+    };
+    let (sent, refused) = (col("group_steps_sent"), col("group_steps_refused"));
+    let (mut a, mut b) = (0, 0);
+    for r in rows {
+        a += r[sent].parse::<u64>().unwrap_or(0);
+        b += r[refused].parse::<u64>().unwrap_or(0);
+    }
+    let c = |counter| u(&check_of(&s, counter)["ours"]);
+    assert!(a + 8 >= c("wsrep_replicated"), "{a} sent: {ctx}\n{text}");
+    assert!(
+        b + 8 >= c("wsrep_local_cert_failures"),
+        "{b} refused: {ctx}\n{text}"
+    );
     assert_no_transfer_left(wd.path());
     assert_clean(wd.path());
 }

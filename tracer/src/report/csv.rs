@@ -87,8 +87,15 @@ fn columns() -> Vec<&'static str> {
             .iter()
             .map(|(_, col)| *col),
     );
+    c.extend(GROUP_STEPS);
     c
 }
+
+/// A group's consensus steps (Galera's certify calls) that sent their
+/// commit, and those refused once sent (failed certifications): what the
+/// checks set beside `wsrep_replicated` and `wsrep_local_cert_failures`,
+/// per interval. Last, so the columns before keep their places.
+const GROUP_STEPS: [&str; 2] = ["group_steps_sent", "group_steps_refused"];
 
 /// `--replica group` (and any traced group member): the commits through
 /// the group, their mean time in it and its consensus part, and the
@@ -251,6 +258,8 @@ pub fn row(at: SystemTime, j: &Joined) -> Vec<String> {
             c.and_then(|c| c.share_of(slot)).map(|v| format!("{v:.4}")),
         ));
     }
+    row.push(cell(g.map(|g| g.sent())));
+    row.push(cell(g.map(|g| g.refused())));
     row
 }
 

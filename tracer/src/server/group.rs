@@ -189,7 +189,12 @@ impl Group {
             // transfer is done.
             m.start().await.map_err(|e| Error::Group {
                 mode: row.mode,
-                detail: format!("{name} did not start: {e}"),
+                // The member's own error, without the hints about the
+                // user's options (a member is started without them).
+                detail: match e {
+                    Error::ServerStart { detail } => format!("{name} did not start: {detail}"),
+                    e => format!("{name} did not start: {e}"),
+                },
             })?;
             if let Join::Statement { start, .. } = &row.join {
                 let ep = workload::conn::ConnArgs::resolve(&m.conn_args())?;

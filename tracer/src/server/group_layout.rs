@@ -178,12 +178,18 @@ pub fn no_library(row: &GroupRow, binary: &ServerBinary) -> String {
             row.library,
             binary.basedir.display()
         ),
-        Home::Dirs(dirs) => format!(
-            "the provider {} is in none of {} under {} or /usr: install it (Debian: apt install galera-4; `cargo xtask setup` does)",
-            row.library,
-            dirs.join(", "),
-            binary.basedir.display()
-        ),
+        Home::Dirs(dirs) => {
+            let under = if binary.basedir == Path::new("/usr") {
+                "/usr".to_string()
+            } else {
+                format!("{} or /usr", binary.basedir.display())
+            };
+            format!(
+                "the provider {} is in none of {} under {under}: install it (Debian: apt install galera-4; `cargo xtask setup` does)",
+                row.library,
+                dirs.join(", "),
+            )
+        }
     }
 }
 
