@@ -288,6 +288,7 @@ async fn one_pass(
         )
         .await?;
         let endpoint = stage.endpoint.clone();
+        let spread = stage.spread()?;
         let fallback = stage
             .header
             .legend
@@ -315,7 +316,7 @@ async fn one_pass(
                     total_rows: None,
                     warmup,
                     tpcc: None,
-                    spread: Vec::new(),
+                    spread: spread.clone(),
                 },
                 interval,
                 duration: Some(duration),

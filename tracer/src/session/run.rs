@@ -16,9 +16,7 @@ pub fn run(plan: RunPlan, sink: &mut dyn RunSink) -> Result<()> {
         let ph = Phases::new(plan.stage.probes.verbose);
         let mut stage = setup(&plan.stage, plan.shape, &stop, &ph).await?;
         let mut cfg = plan.workload_on(&stage.endpoint);
-        if let (Some(g), Some(gp)) = (stage.group.as_ref(), plan.stage.group.as_ref()) {
-            cfg.spread = g.writers(gp.write_nodes)?;
-        }
+        cfg.spread = stage.spread()?;
         let m = Measure {
             cfg,
             interval: plan.interval,

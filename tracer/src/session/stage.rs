@@ -36,6 +36,9 @@ pub struct Stage {
     /// `--replica group`: the group's other members, stopped after the
     /// primary.
     pub group: Option<Group>,
+    /// `--write-nodes`: the members the clients write on, the first
+    /// included (1 without a group).
+    pub write_nodes: u32,
     pub conn: ConnArgs,
     pub endpoint: Endpoint,
     pub pid: Option<u32>,
@@ -295,6 +298,7 @@ pub async fn setup(plan: &StagePlan, shape: Shape, stop: &Stop, ph: &Phases) -> 
         control: Some(control),
         replica,
         group,
+        write_nodes: plan.group.map_or(1, |g| g.write_nodes),
         managed,
         conn,
         endpoint,
@@ -384,6 +388,14 @@ impl Attach {
 }
 
 impl Stage {
+    /// Where the clients besides the first member's write
+    /// (`--write-nodes`): every run's workload gets them as its spread.
+    pub fn spread(&self) -> Result<Vec<Endpoint>> {
+        self.group
+            .as_ref()
+            .map_or(Ok(Vec::new()), |g| g.writers(self.write_nodes))
+    }
+
     /// The control connection (session variables, SET GLOBAL, status).
     pub fn control(&mut self) -> Result<&mut mysql_async::Conn> {
         self.control

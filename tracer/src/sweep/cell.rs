@@ -143,7 +143,8 @@ pub async fn run_cell(
         cell.warehouses,
         live.stage.conn.clone(),
     );
-    let (cfg, interval, duration) = workload::run::config(&wa)?;
+    let (mut cfg, interval, duration) = workload::run::config(&wa)?;
+    cfg.spread = live.stage.spread()?;
     let m = Measure {
         cfg,
         interval,
