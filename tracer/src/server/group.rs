@@ -1,10 +1,11 @@
-//! `--replica group`: a single-primary replication group of the managed
-//! server and more members from the same binary, on loopback. The
-//! managed server founds the group and stays its primary (the workload
-//! runs there); the others join it with the recovery account. What the
-//! family spells (options, statements, tables) is its row's
-//! [`GroupRow`]; the steps are here, where the members listen in
-//! `group_layout`, what a look finds in `group_end`.
+//! `--replica group` and `--replica galera`: a replication group of the
+//! managed server and more members from the same binary, on loopback.
+//! The managed server founds the group and the workload runs there; the
+//! others join it (Group Replication: with the recovery account, once
+//! started; Galera: as they start, by a state transfer). What the family
+//! spells (options, statements, tables) is its row's [`GroupRow`]; the
+//! steps are here, where the members listen in `group_layout`, what a
+//! look finds in `group_end`.
 use std::{path::Path, time::Duration};
 
 use mysql_async::prelude::Queryable;
@@ -28,7 +29,8 @@ pub const DEFAULT_MEMBERS: u32 = 3;
 /// machine.
 pub const MAX_MEMBERS: u32 = 5;
 
-/// How long every member may take to be ONLINE.
+/// How long every member may take to be ONLINE (Galera: Synced, its
+/// state transfer included).
 const ONLINE_LIMIT: Duration = Duration::from_secs(120);
 
 /// The recovery account commitscope creates on every member.
@@ -60,8 +62,8 @@ pub struct Group {
     pub members: Vec<Member>,
     pub row: &'static GroupRow,
     pub layout: Layout,
-    /// The members ONLINE at the last look, and every member that
-    /// left ONLINE during the run (by address), said once each.
+    /// The members at the last look, and every member that left ONLINE
+    /// (Galera: Synced) during the run (by address), said once each.
     pub last: Vec<MemberState>,
     pub lost: Vec<String>,
     /// The flow-control component is installed (its counters are read
