@@ -8,7 +8,7 @@
 mod common;
 mod exporter_kit;
 
-use std::{path::Path, time::Duration};
+use std::path::Path;
 
 use common::*;
 
@@ -350,7 +350,7 @@ fn writers_on_two_nodes_conflict_and_are_retried() {
 /// Group Replication window's are).
 #[test]
 fn the_exporter_sets_the_nodes_own_counts_beside_its_window() {
-    use exporter_kit::{promtool_check, sample, Exporter};
+    use exporter_kit::{sample, Exporter};
     let Some(_lane) = root_shared() else {
         return;
     };
@@ -358,15 +358,13 @@ fn the_exporter_sets_the_nodes_own_counts_beside_its_window() {
         return;
     };
     let server = cluster_of_one(&mariadbd);
-    let pid = server.pid().to_string();
-    let mut e = Exporter::start(&["--pid", &pid, "--window", "3", "--window-every", "0"]);
-    e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
-    let scrape = e.window_scrape("commitscope_window_group_server_commits{", || {
-        server.drive_updates("cs_test", 8, 100);
-    });
-    let (code, said) = e.stop(libc::SIGTERM);
-    assert_eq!(code, Some(0), "{said:#?}");
-    promtool_check(&scrape);
+    let scrape = Exporter::window_on_pid(
+        server.pid(),
+        "commitscope_window_group_server_commits{",
+        || {
+            server.drive_updates("cs_test", 8, 100);
+        },
+    );
     let get = |n: &str, l: &[&str]| {
         sample(&scrape, n, l).unwrap_or_else(|| panic!("no {n} {l:?}: {scrape}"))
     };

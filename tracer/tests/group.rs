@@ -7,8 +7,6 @@
 mod common;
 mod exporter_kit;
 
-use std::time::Duration;
-
 use common::*;
 
 /// The bar on a clean group of three: exit 0, the members said
@@ -210,20 +208,18 @@ fn trace_by_pid_times_a_group_the_tool_did_not_start() {
 /// beside the member's 944.
 #[test]
 fn the_exporter_sets_the_members_own_count_beside_its_window() {
-    use exporter_kit::{promtool_check, sample, Exporter};
+    use exporter_kit::{sample, Exporter};
     let Some(_lane) = root_shared() else {
         return;
     };
     let server = group_of_one();
-    let pid = server.pid().to_string();
-    let mut e = Exporter::start(&["--pid", &pid, "--window", "3", "--window-every", "0"]);
-    e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
-    let scrape = e.window_scrape("commitscope_window_group_server_commits{", || {
-        server.drive_updates("cs_test", 8, 100);
-    });
-    let (code, said) = e.stop(libc::SIGTERM);
-    assert_eq!(code, Some(0), "{said:#?}");
-    promtool_check(&scrape);
+    let scrape = Exporter::window_on_pid(
+        server.pid(),
+        "commitscope_window_group_server_commits{",
+        || {
+            server.drive_updates("cs_test", 8, 100);
+        },
+    );
     let get = |n: &str, l: &[&str]| {
         sample(&scrape, n, l).unwrap_or_else(|| panic!("no {n} {l:?}: {scrape}"))
     };

@@ -110,6 +110,20 @@ impl Exporter {
         })
     }
 
+    /// An exporter on `pid` with exact windows of 3 s on demand: the
+    /// first window's scrape that carries `marker`, `drive` run beside
+    /// it, checked by promtool, after the exporter stopped cleanly.
+    pub fn window_on_pid(pid: u32, marker: &str, drive: impl Fn() + Sync) -> String {
+        let pid = pid.to_string();
+        let mut e = Exporter::start(&["--pid", &pid, "--window", "3", "--window-every", "0"]);
+        e.wait_for(&format!("attached pid {pid}"), Duration::from_secs(60));
+        let scrape = e.window_scrape(marker, drive);
+        let (code, said) = e.stop(libc::SIGTERM);
+        assert_eq!(code, Some(0), "{said:#?}");
+        promtool_check(&scrape);
+        scrape
+    }
+
     pub fn stop(mut self, signal: i32) -> (Option<i32>, Vec<String>) {
         // SAFETY: signalling our own child by pid.
         unsafe { libc::kill(self.child.id() as i32, signal) };
