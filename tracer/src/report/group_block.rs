@@ -90,12 +90,26 @@ pub fn write_group(out: &mut impl Write, g: Option<&GroupEnd>) {
         g.rollbacks_word,
         n(g.rollbacks),
     );
+    // `--write-nodes`: each other written member's own count.
+    for w in &g.other_writers {
+        let _ = writeln!(
+            out,
+            "{:<14} {} {}, written on too: {} {}  {} {}",
+            "",
+            g.member_word,
+            w.address,
+            g.conflicts_word,
+            n(w.conflicts),
+            g.rollbacks_word,
+            n(w.rollbacks),
+        );
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::group_end::MemberState;
+    use crate::server::group_end::{MemberState, WriterCounts};
 
     #[test]
     fn a_lost_member_and_the_counters_are_said() {
@@ -130,6 +144,7 @@ mod tests {
             throttle_us: None,
             conflicts: Some(0),
             rollbacks: Some(2),
+            other_writers: Vec::new(),
         };
         let mut out = Vec::new();
         write_group(&mut out, Some(&g));
@@ -172,6 +187,18 @@ mod tests {
             throttle_us: Some(1_500_000),
             conflicts: Some(1),
             rollbacks: Some(0),
+            other_writers: vec![
+                WriterCounts {
+                    address: "127.0.0.1:3307".into(),
+                    conflicts: Some(12),
+                    rollbacks: Some(3),
+                },
+                WriterCounts {
+                    address: "127.0.0.1:3308".into(),
+                    conflicts: None,
+                    rollbacks: None,
+                },
+            ],
         };
         let mut out = Vec::new();
         write_group(&mut out, Some(&g));
@@ -189,5 +216,13 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("send queue 1.50 (mean)"), "{text}");
+        assert!(
+            text.contains("node 127.0.0.1:3307, written on too: certification failures 12  brute-force aborts 3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("node 127.0.0.1:3308, written on too: certification failures -  brute-force aborts -"),
+            "{text}"
+        );
     }
 }

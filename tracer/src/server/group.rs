@@ -15,7 +15,7 @@ use readers::family::{
 };
 
 use super::{
-    group_end::{GroupEnd, Look, MemberState, Words},
+    group_end::{GroupEnd, Look, MemberState, Words, WriterCounts, WritersAt},
     group_layout::{member_library_dir, Layout},
     managed::{Managed, ManagedConfig},
     sizing::{Shape, Sizing},
@@ -373,16 +373,51 @@ impl Group {
             .collect()
     }
 
+    /// The own counters of the members the clients write on besides the
+    /// first (`--write-nodes`: the same `writers - 1` as [`Self::writers`]),
+    /// at one edge of the window.
+    pub async fn writers_at(&self, writers: u32) -> WritersAt {
+        let mut at = Vec::new();
+        for m in self.members.iter().take(writers.saturating_sub(1) as usize) {
+            at.push((format!("127.0.0.1:{}", m.port), own_status(&m.server).await));
+        }
+        at
+    }
+
     /// What the family calls its group, members and their state.
     pub fn words(&self) -> Words {
         Words::of(self.row)
     }
 
     /// The members at the end, for the summary, with the primary's
-    /// counters over the window `before..after`, `window_s` long.
-    pub fn end(&self, before: &Status, after: &Status, window_s: f64) -> GroupEnd {
+    /// counters over the window `before..after`, `window_s` long, and the
+    /// other written members' conflicts over `writers.0..writers.1`.
+    pub fn end(
+        &self,
+        before: &Status,
+        after: &Status,
+        writers: (&WritersAt, &WritersAt),
+        window_s: f64,
+    ) -> GroupEnd {
         let d = |name: &str| Some(moved(*after.0.get(name)?, *before.0.get(name)?));
         let c = &self.row.counters;
+        let other_writers = writers
+            .1
+            .iter()
+            .map(|(address, after)| {
+                let before = writers.0.iter().find(|(a, _)| a == address);
+                let both = before.and_then(|(_, b)| b.as_ref()).zip(after.as_ref());
+                let d = |name: &str| {
+                    let (b, a) = both?;
+                    Some(moved(*a.0.get(name)?, *b.0.get(name)?))
+                };
+                WriterCounts {
+                    address: address.clone(),
+                    conflicts: d(c.conflicts),
+                    rollbacks: d(c.rollbacks),
+                }
+            })
+            .collect();
         let throttle_ns = d(c.throttle_time).map(|t| t.saturating_mul(c.time_unit_ns));
         GroupEnd {
             name: self.row.name,
@@ -413,6 +448,7 @@ impl Group {
                 .send_queue_milli
                 .and_then(|n| after.0.get(n))
                 .map(|m| *m as f64 / 1000.0),
+            other_writers,
         }
     }
 
@@ -429,8 +465,7 @@ impl Group {
 /// (one that does not answer is "unreachable").
 async fn own_state(row: &GroupRow, m: &Managed) -> String {
     let ask = async {
-        let ep = workload::conn::ConnArgs::resolve(&m.conn_args()).ok()?;
-        let mut c = workload::conn::connect(&ep, None).await.ok()?;
+        let mut c = member_conn(m).await?;
         let s: Option<String> = c.query_first(row.own_state).await.ok()?;
         let _ = c.disconnect().await;
         s
@@ -440,6 +475,27 @@ async fn own_state(row: &GroupRow, m: &Managed) -> String {
         .ok()
         .flatten()
         .unwrap_or_else(|| "unreachable".into())
+}
+
+/// A member's own counters, on its socket, within a second (none from
+/// one that does not answer).
+async fn own_status(m: &Managed) -> Option<Status> {
+    let ask = async {
+        let mut c = member_conn(m).await?;
+        let s = super::status::read(&mut c).await.ok();
+        let _ = c.disconnect().await;
+        s
+    };
+    tokio::time::timeout(Duration::from_secs(1), ask)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// A connection to a member on its socket.
+async fn member_conn(m: &Managed) -> Option<mysql_async::Conn> {
+    let ep = workload::conn::ConnArgs::resolve(&m.conn_args()).ok()?;
+    workload::conn::connect(&ep, None).await.ok()
 }
 
 /// The member's account for recovery (not binlogged: each member has its

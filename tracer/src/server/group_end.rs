@@ -104,7 +104,27 @@ pub struct GroupEnd {
     /// The send queue's mean length (Galera).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub send_queue: Option<f64>,
+    /// The other members the clients wrote on (`--write-nodes`), with
+    /// their own conflicts: a member counts the conflicts of the
+    /// transactions it ran, so the primary's miss theirs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub other_writers: Vec<WriterCounts>,
 }
+
+/// Another member the clients wrote on, and its own count of their
+/// conflicts and rolled-back transactions over the window (none where it
+/// did not answer at either edge).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct WriterCounts {
+    /// `127.0.0.1:3307`.
+    pub address: String,
+    pub conflicts: Option<u64>,
+    pub rollbacks: Option<u64>,
+}
+
+/// The other written members' own counters at one edge of the window, by
+/// address (none for a member that did not answer).
+pub type WritersAt = Vec<(String, Option<super::status::Status>)>;
 
 impl crate::group::Worded for GroupEnd {
     fn word(&self) -> &'static str {

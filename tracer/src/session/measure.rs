@@ -55,6 +55,7 @@ impl Stage {
             }
         }
         let mut before = status::read(self.control()?).await?;
+        let mut writers_before = self.writers_at().await;
         // The source's semi-sync counters at the last tick (the
         // first: before the workers start, as the probes' baseline).
         let mut acks_before = match (self.replica.as_ref(), self.control.as_mut()) {
@@ -129,6 +130,7 @@ impl Stage {
                     if let Some(pre) = pre {
                         let post = status::read_timed(self.control()?).await?;
                         before = status::Status::at(&pre, &post, edge);
+                        writers_before = self.writers_at().await;
                     }
                     let own_now = own();
                     let own_tick = own_now.since(&own_prev);
@@ -287,6 +289,7 @@ impl Stage {
         } else {
             status::read(self.control()?).await?
         };
+        let writers_after = self.writers_at().await;
         let mut totals = sampler.as_ref().map(ProbeSampler::totals);
         if let Some(t) = totals.as_mut() {
             t.set_workload_threads(own_total);
@@ -347,7 +350,12 @@ impl Stage {
             s.replica = Some(r.end(c, seen_off, not_acked).await);
         }
         if let Some(g) = self.group.as_mut() {
-            s.group = Some(g.end(&before, &after, s.workload.measured_s));
+            s.group = Some(g.end(
+                &before,
+                &after,
+                (&writers_before, &writers_after),
+                s.workload.measured_s,
+            ));
         }
         if let Some(why) = group_lost {
             // Members that cannot reach their group wait for it at

@@ -14,6 +14,7 @@ use crate::{
     server::{
         existing,
         group::Group,
+        group_end::WritersAt,
         group_layout::{self, Layout},
         locate,
         managed::{Managed, ManagedConfig},
@@ -394,6 +395,15 @@ impl Stage {
         self.group
             .as_ref()
             .map_or(Ok(Vec::new()), |g| g.writers(self.write_nodes))
+    }
+
+    /// Those members' own counters now, at an edge of the window (none
+    /// without them).
+    pub async fn writers_at(&self) -> WritersAt {
+        match &self.group {
+            Some(g) => g.writers_at(self.write_nodes).await,
+            None => Vec::new(),
+        }
     }
 
     /// The control connection (session variables, SET GLOBAL, status).
