@@ -19,7 +19,7 @@ use super::{
     group_layout::{member_library_dir, Layout},
     managed::{Managed, ManagedConfig},
     sizing::{Shape, Sizing},
-    status::{moved, Status},
+    status::Status,
 };
 use crate::error::{Error, Result};
 
@@ -399,7 +399,7 @@ impl Group {
         writers: (&WritersAt, &WritersAt),
         window_s: f64,
     ) -> GroupEnd {
-        let d = |name: &str| Some(moved(*after.0.get(name)?, *before.0.get(name)?));
+        let d = |name: &str| after.since(before, name);
         let c = &self.row.counters;
         let other_writers = writers
             .1
@@ -407,10 +407,7 @@ impl Group {
             .map(|(address, after)| {
                 let before = writers.0.iter().find(|(a, _)| a == address);
                 let both = before.and_then(|(_, b)| b.as_ref()).zip(after.as_ref());
-                let d = |name: &str| {
-                    let (b, a) = both?;
-                    Some(moved(*a.0.get(name)?, *b.0.get(name)?))
-                };
+                let d = |name: &str| both.and_then(|(b, a)| a.since(b, name));
                 WriterCounts {
                     address: address.clone(),
                     conflicts: d(c.conflicts),

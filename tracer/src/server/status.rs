@@ -32,6 +32,12 @@ pub async fn read_timed(conn: &mut mysql_async::Conn) -> Result<Timed> {
 }
 
 impl Status {
+    /// What counter `name` [`moved`] from `before` to this read (none
+    /// where either read lacks it).
+    pub fn since(&self, before: &Status, name: &str) -> Option<u64> {
+        Some(moved(*self.0.get(name)?, *before.0.get(name)?))
+    }
+
     /// The counters at `at`, between two timed reads: each moved
     /// linearly from `pre`'s value to `post`'s. The window's start is
     /// read by the workload and the probes at one instant while commits
