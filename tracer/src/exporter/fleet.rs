@@ -5,7 +5,7 @@
 use std::{
     collections::BTreeMap,
     path::PathBuf,
-    sync::Mutex,
+    sync::{Arc, Mutex},
     time::{Duration, Instant, SystemTime},
 };
 
@@ -33,8 +33,9 @@ pub struct Attached {
     fds: FdTable,
     cols: Columns,
     /// Light tier: the login that reads the server's commit counter (None
-    /// when it could not log in, or while a read is under way).
-    commits: Option<CommitCounter>,
+    /// when it could not log in). Shared: the commit reader's thread and
+    /// the windows' edges query on it in turn.
+    commits: Option<Login>,
     commit_sum: Running,
     /// The open exact window: when it began, and the maps then.
     window: Option<(SystemTime, Snapshot)>,
@@ -42,6 +43,9 @@ pub struct Attached {
     /// the window's maps just after that read.
     window_acks: Option<(WindowCounters, Option<Stamped>)>,
 }
+
+/// A light server's login, locked by whichever thread queries on it.
+type Login = Arc<Mutex<CommitCounter>>;
 
 /// The window's maps, and when they were read.
 type Stamped = (SystemTime, Snapshot);
@@ -67,7 +71,7 @@ impl Attached {
             probes,
             prev: Snapshot::default(),
             fds: FdTable::new(pid),
-            commits,
+            commits: commits.map(|c| Arc::new(Mutex::new(c))),
             commit_sum: Running::default(),
             window: None,
             window_acks: None,
@@ -417,61 +421,53 @@ pub struct AttachOptions {
     pub wakeups: bool,
 }
 
-/// The light servers' logins, taken out of the fleet so that their
-/// queries run off its lock (a slow server never holds a scrape):
-/// (server name, pid, login).
-fn take_logins(fleet: &Mutex<Fleet>) -> Vec<(String, u32, CommitCounter)> {
+/// The light servers' logins, by server name and pid: cloned out of the
+/// fleet so that their queries run off its lock (a slow server never
+/// holds a scrape).
+fn logins(fleet: &Mutex<Fleet>) -> Vec<(String, u32, Login)> {
     match fleet.lock() {
-        Ok(mut f) => f
+        Ok(f) => f
             .servers
-            .iter_mut()
+            .iter()
             .filter_map(|(name, s)| {
-                let a = s.attached.as_mut()?;
-                Some((name.clone(), a.pid, a.commits.take()?))
+                let a = s.attached.as_ref()?;
+                Some((name.clone(), a.pid, a.commits.clone()?))
             })
             .collect(),
         Err(_) => Vec::new(),
     }
 }
 
-/// Reads the commit counter of every light server that has a login.
+/// Reads the commit counter of every light server that has a login, and
+/// adds what each moved to its totals. A failed read is said once; the
+/// login logs in again at its next read.
 pub fn read_commits(fleet: &Mutex<Fleet>, rt: &tokio::runtime::Runtime) {
-    let read: Vec<_> = take_logins(fleet)
-        .into_iter()
-        .map(|(name, pid, mut c)| {
-            let n = rt.block_on(c.read());
-            (name, pid, c, n)
-        })
-        .collect();
-    let Ok(mut f) = fleet.lock() else {
-        return;
-    };
-    for (name, pid, c, n) in read {
-        let Some(s) = f.servers.get_mut(&name) else {
+    for (name, pid, login) in logins(fleet) {
+        let Ok(mut c) = login.lock() else {
             continue;
         };
-        let Some(a) = s.attached.as_mut().filter(|a| a.pid == pid) else {
-            continue;
-        };
+        let n = rt.block_on(c.read());
+        let say = n.is_err() && c.first_failure();
+        drop(c);
         match n {
             Ok(n) => {
+                let Ok(mut f) = fleet.lock() else {
+                    return;
+                };
+                let Some(s) = f.servers.get_mut(&name) else {
+                    continue;
+                };
+                let Some(a) = s.attached.as_mut().filter(|a| a.pid == pid) else {
+                    continue;
+                };
                 let before = a.commit_sum.total;
                 a.commit_sum.add(n);
                 s.view.totals.commits += a.commit_sum.total - before;
-                a.commits = Some(c);
             }
-            Err(e) => {
-                // Kept: the next read logs in again (a frozen or
-                // restarting server); a server that went away is
-                // dropped with its login.
-                let mut c = c;
-                if c.first_failure() {
-                    eprintln!(
-                        "commitscope: commits of {name} not read ({e}); logging in again at each read"
-                    );
-                }
-                a.commits = Some(c);
-            }
+            Err(e) if say => eprintln!(
+                "commitscope: commits of {name} not read ({e}); logging in again at each read"
+            ),
+            Err(_) => {}
         }
     }
 }
@@ -486,42 +482,31 @@ pub fn read_server_acks(
     rt: &tokio::runtime::Runtime,
 ) -> BTreeMap<String, ServerRead> {
     let maps = |name: &str, pid| fleet.lock().ok().and_then(|mut f| f.window_maps(name, pid));
-    let read: Vec<_> = take_logins(fleet)
+    logins(fleet)
         .into_iter()
-        .map(|(name, pid, mut c)| {
+        .filter_map(|(name, pid, login)| {
+            let mut c = login.lock().ok()?;
             let before = maps(&name, pid);
             let r = rt.block_on(c.window_counters());
             let after = maps(&name, pid);
-            (name, pid, c, r.map(|counters| (counters, before, after)))
-        })
-        .collect();
-    let mut out = BTreeMap::new();
-    let Ok(mut f) = fleet.lock() else {
-        return out;
-    };
-    for (name, pid, c, r) in read {
-        if let Some(a) = f.attached_as(&name, pid) {
-            a.commits = Some(c);
-        }
-        match r {
-            Ok((counters, before, after))
-                if counters.acks.is_some() || counters.group_proposed.is_some() =>
-            {
-                out.insert(
-                    name,
-                    ServerRead {
+            match r {
+                Ok(counters) if counters.acks.is_some() || counters.group_proposed.is_some() => {
+                    let read = ServerRead {
                         pid,
                         counters,
                         before,
                         after,
-                    },
-                );
+                    };
+                    Some((name, read))
+                }
+                Ok(_) => None,
+                Err(e) => {
+                    eprintln!("commitscope: the replication counters of {name} not read: {e}");
+                    None
+                }
             }
-            Ok(_) => {}
-            Err(e) => eprintln!("commitscope: the replication counters of {name} not read: {e}"),
-        }
-    }
-    out
+        })
+        .collect()
 }
 
 /// Resolves and attaches the probes for `pid` (slow: reads the binary's

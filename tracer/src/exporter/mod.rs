@@ -88,8 +88,11 @@ struct Worker {
 /// The discovery thread: rescans, attaches, reaps, forgets, names fds,
 /// reads the commit counters and opens and closes the exact windows.
 fn discovery(fleet: Arc<Mutex<Fleet>>, mut w: Worker) {
-    // The logins' queries run here, off the HTTP side's runtime.
-    let rt = match tokio::runtime::Builder::new_current_thread()
+    // The logins' queries run on this runtime, off the HTTP side's: a
+    // multi-thread one, so that the connections a login made on one of
+    // its two threads answer on the other.
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
     {
@@ -104,51 +107,66 @@ fn discovery(fleet: Arc<Mutex<Fleet>>, mut w: Worker) {
     // Pids that could not be attached: said once, not retried.
     let mut refused: HashSet<u32> = HashSet::new();
     let mut last_scan: Option<Instant> = None;
-    let mut last_commits = Instant::now();
-    while !stop.load(Ordering::Relaxed) {
-        if last_scan.is_none_or(|t| t.elapsed() >= rescan) {
-            last_scan = Some(Instant::now());
-            let gone = fleet.lock().map(|mut f| f.reap()).unwrap_or_default();
-            if !gone.is_empty() {
-                std::thread::spawn(move || drop(gone));
-            }
-            let attached = fleet.lock().map(|f| f.attached_pids()).unwrap_or_default();
-            for found in discover::scan(sel) {
-                if stop.load(Ordering::Relaxed) {
-                    break;
+    std::thread::scope(|threads| {
+        threads.spawn(|| commit_reader(&fleet, &rt, stop));
+        while !stop.load(Ordering::Relaxed) {
+            if last_scan.is_none_or(|t| t.elapsed() >= rescan) {
+                last_scan = Some(Instant::now());
+                let gone = fleet.lock().map(|mut f| f.reap()).unwrap_or_default();
+                if !gone.is_empty() {
+                    std::thread::spawn(move || drop(gone));
                 }
-                if attached.contains(&found.pid) || refused.contains(&found.pid) {
-                    continue;
-                }
-                match fleet::attach(found.pid, opts, &rt) {
-                    Ok((a, source)) => {
-                        if let Ok(mut f) = fleet.lock() {
-                            f.add(&found, a, source);
+                let attached = fleet.lock().map(|f| f.attached_pids()).unwrap_or_default();
+                for found in discover::scan(sel) {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    if attached.contains(&found.pid) || refused.contains(&found.pid) {
+                        continue;
+                    }
+                    match fleet::attach(found.pid, opts, &rt) {
+                        Ok((a, source)) => {
+                            if let Ok(mut f) = fleet.lock() {
+                                f.add(&found, a, source);
+                            }
+                        }
+                        Err(e) => {
+                            eprintln!(
+                                "commitscope: cannot attach to pid {} ({}): {e}",
+                                found.pid, found.name
+                            );
+                            refused.insert(found.pid);
                         }
                     }
-                    Err(e) => {
-                        eprintln!(
-                            "commitscope: cannot attach to pid {} ({}): {e}",
-                            found.pid, found.name
-                        );
-                        refused.insert(found.pid);
-                    }
+                }
+                refused.retain(|pid| crate::server::process::alive(*pid));
+                if let Ok(mut f) = fleet.lock() {
+                    f.forget(forget_after);
                 }
             }
-            refused.retain(|pid| crate::server::process::alive(*pid));
             if let Ok(mut f) = fleet.lock() {
-                f.forget(forget_after);
+                f.poll_fds();
             }
+            w.schedule.step(&fleet, &w.asks, &rt);
+            std::thread::sleep(w.schedule.sleep_at_most(FD_POLL));
         }
-        if let Ok(mut f) = fleet.lock() {
-            f.poll_fds();
+    });
+}
+
+/// The light tier's commit counters, read once per [`COMMIT_POLL`] on a
+/// thread of their own: the discovery thread stops for seconds while a
+/// busy host attaches or detaches a window's probes, and a count read
+/// that late would lag the flushes the scrapes read fresh, so a ratio of
+/// the two taken near the end of a burst would come out short.
+fn commit_reader(fleet: &Mutex<Fleet>, rt: &tokio::runtime::Runtime, stop: &AtomicBool) {
+    let mut next = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now >= next {
+            next = now + COMMIT_POLL;
+            fleet::read_commits(fleet, rt);
         }
-        if last_commits.elapsed() >= COMMIT_POLL {
-            last_commits = Instant::now();
-            fleet::read_commits(&fleet, &rt);
-        }
-        w.schedule.step(&fleet, &w.asks, &rt);
-        std::thread::sleep(w.schedule.sleep_at_most(FD_POLL));
+        std::thread::sleep(next.saturating_duration_since(Instant::now()).min(FD_POLL));
     }
 }
 
