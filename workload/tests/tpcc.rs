@@ -165,11 +165,39 @@ fn load_run_check() {
         })
         .count();
     assert!(intervals >= 3, "tpcc-mysql interval lines:\n{text}");
-    let mix = t.constraint_check().mix;
-    assert!(mix.iter().all(|c| c.ok), "mix: {mix:?}\n{text}");
     assert_eq!(t.failures(), 0, "{text}");
-    // What the report counts is what the server holds.
     use tpcc::Kind;
+    // The mix is the deck's (clause 5.2.4.2). Each client deals from its
+    // own shuffled 23-card deck, so its whole decks hold every kind at
+    // exactly its share, and the deck still open at the end (with the
+    // card in hand, not yet done) moves a kind's count by at most
+    // cards * (23 - cards) / 23 + 1. Not tpcc-mysql's floors: 8 s is too
+    // short for them to hold every time (Payment read 42.63 % against its
+    // 43 % at 685 transactions in one CI run; a simulation of the deck at
+    // that length misses it about one run in eight). Its verdict is held
+    // to the shares it prints instead.
+    let clients = 8.0;
+    let n: u64 = t.totals.iter().map(|k| k.done()).sum();
+    for k in Kind::ALL {
+        let cards = k.cards() as f64;
+        let share = n as f64 * cards / 23.0;
+        let spread = clients * (cards * (23.0 - cards) / 23.0 + 1.0);
+        let got = t.totals[k.index()].done() as f64;
+        assert!(
+            (got - share).abs() <= spread,
+            "{k:?}: {got} of {n}, the deck's share {share:.1} ± {spread:.1}\n{text}"
+        );
+    }
+    for c in t.constraint_check().mix {
+        let tag = if c.ok { "[OK]" } else { "[NG] *" };
+        assert!(
+            text.lines()
+                .any(|l| l.contains(&format!("{:.2}% (", c.pct)) && l.ends_with(tag)),
+            "{c:?}: no line with {:.2}% and {tag}\n{text}",
+            c.pct
+        );
+    }
+    // What the report counts is what the server holds.
     assert_eq!(
         count("history") - before_history,
         t.totals[Kind::Payment.index()].done(),
