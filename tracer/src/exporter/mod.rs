@@ -85,8 +85,9 @@ struct Worker {
     stop: Arc<AtomicBool>,
 }
 
-/// The discovery thread: rescans, attaches, reaps, forgets, names fds,
-/// reads the commit counters and opens and closes the exact windows.
+/// The discovery thread: rescans, attaches, reaps, forgets, names fds
+/// and opens and closes the exact windows; the commit counters are read
+/// beside it, on a scoped thread of their own ([`commit_reader`]).
 fn discovery(fleet: Arc<Mutex<Fleet>>, mut w: Worker) {
     // The logins' queries run on this runtime, off the HTTP side's: a
     // multi-thread one, so that the connections a login made on one of
